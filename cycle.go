@@ -1,0 +1,281 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// phase is a state of one ListAndWatch cycle. Each phase's method does its
+// work and names the phase that follows; the cycle ends in phaseDone.
+type phase uint8
+
+const (
+	// phaseWatchList streams the initial state as one WatchList. It moves
+	// on to phaseStream (same watch) once the initial-events-end bookmark
+	// is applied, or to phaseList when the server refuses.
+	phaseWatchList phase = iota
+	// phaseList LISTs (paginated) and Replaces the store, then moves on to
+	// phaseWatch. A failure ends the cycle with the error.
+	phaseList
+	// phaseWatch opens a WATCH at the resume position and moves on to
+	// phaseStream; throttling or a refused connection backs off and stays.
+	phaseWatch
+	// phaseStream applies events until the watch ends; then phaseWatch
+	// resumes, or the cycle ends so that the next one relists.
+	phaseStream
+	phaseDone
+)
+
+// cycle is one ListAndWatch run. It owns the open watch and the resync
+// timer; the Reflector owns what outlives cycles (resume position, backoff).
+type cycle struct {
+	r      *Reflector
+	logger klog.Logger
+	// w is the open watch, if any; stream consumes it.
+	w watch.Interface
+	// wStart is when w was requested (for the very-short-watch rule).
+	wStart time.Time
+	// fromSynthetic: w started at RV "" or "0", so it opens with synthetic
+	// ADDED events in no particular order; RVs are not propagated until a
+	// non-ADDED event shows that phase is over.
+	fromSynthetic bool
+	internal      retryWindow
+	resync        *resyncTimer
+	// err is what ListAndWatch returns.
+	err error
+}
+
+func newCycle(ctx context.Context, r *Reflector) *cycle {
+	return &cycle{
+		r:        r,
+		logger:   klog.FromContext(ctx),
+		internal: retryWindow{max: r.MaxInternalErrorRetryDuration, quiet: time.Minute},
+	}
+}
+
+func (c *cycle) run(ctx context.Context) error {
+	defer c.close()
+	p := phaseList
+	if c.r.useWatchList {
+		p = phaseWatchList
+	}
+	for p != phaseDone {
+		if ctx.Err() != nil {
+			return c.err
+		}
+		p = c.step(ctx, p)
+	}
+	return c.err
+}
+
+func (c *cycle) step(ctx context.Context, p phase) phase {
+	switch p {
+	case phaseWatchList:
+		return c.watchList(ctx)
+	case phaseList:
+		return c.list(ctx)
+	case phaseWatch:
+		return c.openWatch(ctx)
+	case phaseStream:
+		return c.stream(ctx)
+	}
+	return phaseDone
+}
+
+func (c *cycle) close() {
+	c.stopWatch()
+	c.resync.stop()
+}
+
+func (c *cycle) stopWatch() {
+	if c.w != nil {
+		c.w.Stop()
+		c.w = nil
+	}
+}
+
+// synced is called once the store holds the server's state: the watch
+// phases begin and with them the resync timer.
+func (c *cycle) synced() {
+	c.logger.V(2).Info("Caches populated", "type", c.r.typeDescription, "reflector", c.r.name)
+	c.resync = startResync(c.r.clock, c.r.resyncPeriod)
+}
+
+// list runs phaseList.
+func (c *cycle) list(ctx context.Context) phase {
+	r := c.r
+	opts := metav1.ListOptions{ResourceVersion: r.pos.listRV()}
+	pageSize := r.pageSizeFor(opts.ResourceVersion)
+	res, err, ok := c.listOnce(ctx, opts, pageSize)
+	if ok && isRVUnavailable(err) {
+		// The RV is compacted away or not reached yet: read the latest.
+		r.pos.markUnavailable()
+		res, err, ok = c.listOnce(ctx, metav1.ListOptions{ResourceVersion: r.pos.listRV()}, pageSize)
+	}
+	if !ok {
+		return phaseDone
+	}
+	if err != nil {
+		c.err = fmt.Errorf("failed to list %v: %w", r.typeDescription, err)
+		return phaseDone
+	}
+	if opts.ResourceVersion == "0" && res.paged {
+		r.pagedAtRV0 = true
+	}
+	r.pos.unavailable = false
+	if err := r.store.Replace(res.items, res.resourceVersion); err != nil {
+		c.err = fmt.Errorf("unable to sync list result: %w", err)
+		return phaseDone
+	}
+	r.pos.synced(res.resourceVersion)
+	c.synced()
+	return phaseWatch
+}
+
+// listOnce runs one paginated LIST in its own goroutine; ok is false when
+// ctx ended first.
+func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize int64) (listed, error, bool) {
+	call := startCall(func() (listed, error) {
+		return listPages(ctx, c.r.lw, opts, pageSize)
+	}, nil)
+	select {
+	case <-ctx.Done():
+		call.giveUp()
+		return listed{}, nil, false
+	case o := <-call.done:
+		res, err := o.result()
+		return res, err, true
+	}
+}
+
+// pageSizeFor is the LIST page size for a list at rv: the user's choice,
+// else the default when the server is known to page (no watch cache) or
+// the list may be served from any cache (RV "" or "0"), else no paging so
+// the watch cache can answer an exact-RV relist.
+func (r *Reflector) pageSizeFor(rv string) int64 {
+	switch {
+	case r.WatchListPageSize != 0:
+		return r.WatchListPageSize
+	case r.pagedAtRV0, rv == "", rv == "0":
+		return defaultPageSize
+	default:
+		return 0
+	}
+}
+
+// watchTimeout draws a watch timeout from [min, 2*min), in whole seconds.
+func (r *Reflector) watchTimeout() *int64 {
+	min := r.minWatchTimeout.Seconds()
+	s := int64(min + r.rand.Float64()*min)
+	return &s
+}
+
+// openWatch runs phaseWatch.
+func (c *cycle) openWatch(ctx context.Context) phase {
+	opts := metav1.ListOptions{
+		ResourceVersion:     c.r.pos.watchRV(),
+		TimeoutSeconds:      c.r.watchTimeout(),
+		AllowWatchBookmarks: true,
+	}
+	c.fromSynthetic = opts.ResourceVersion == "" || opts.ResourceVersion == "0"
+	c.wStart = c.r.clock.Now()
+	w, err, ok := c.startWatch(ctx, opts)
+	switch {
+	case !ok:
+		return phaseDone
+	case err == nil:
+		c.w = w
+		return phaseStream
+	case isWatchOpenRetriable(err):
+		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return c.backoffThen(ctx, phaseWatch)
+	default:
+		c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
+		return phaseDone
+	}
+}
+
+// startWatch opens a watch in its own goroutine, running due resyncs while
+// it waits. ok is false when ctx ended (or a resync failed) first.
+func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
+	call := startCall(func() (watch.Interface, error) {
+		return c.r.lw.WatchWithContext(ctx, opts)
+	}, func(w watch.Interface) { w.Stop() })
+	for {
+		select {
+		case <-ctx.Done():
+			call.giveUp()
+			return nil, nil, false
+		case <-c.resync.C():
+			if !c.resyncNow() {
+				call.giveUp()
+				return nil, nil, false
+			}
+		case o := <-call.done:
+			w, err := o.result()
+			return w, err, true
+		}
+	}
+}
+
+// resyncNow runs a due resync; false ends the cycle after a store error.
+func (c *cycle) resyncNow() bool {
+	c.logger.V(4).Info("Forcing resync", "reflector", c.r.name)
+	if err := c.resync.fire(c.r.store, c.r.ShouldResync); err != nil {
+		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", fmt.Errorf("store resync failed: %w", err))
+		return false
+	}
+	return true
+}
+
+// backoffThen waits the next backoff delay (running due resyncs) and
+// returns next, or phaseDone if ctx ended or a resync failed.
+func (c *cycle) backoffThen(ctx context.Context, next phase) phase {
+	t := c.r.clock.NewTimer(c.r.nextBackoff())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return phaseDone
+		case <-c.resync.C():
+			if !c.resyncNow() {
+				return phaseDone
+			}
+		case <-t.C():
+			return next
+		}
+	}
+}
+
+// stream runs phaseStream and decides, from how the watch ended, whether to
+// resume watching or end the cycle (so that the next one relists).
+func (c *cycle) stream(ctx context.Context) phase {
+	s := newStreamer(c, c.w, false)
+	_, err := s.run(ctx)
+	c.stopWatch()
+	c.internal.observe(err, c.r.clock.Now())
+	switch {
+	case err == nil:
+		return phaseWatch
+	case err == errStopRequested:
+		return phaseDone
+	case isExpiredError(err):
+		c.logger.V(4).Info("Watch closed", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return phaseDone
+	case apierrors.IsTooManyRequests(err):
+		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", c.r.name, "type", c.r.typeDescription)
+		return c.backoffThen(ctx, phaseWatch)
+	case apierrors.IsInternalError(err) && c.internal.allows(c.r.clock.Now()):
+		c.logger.V(2).Info("Retrying watch after internal error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return phaseWatch
+	default:
+		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return phaseDone
+	}
+}

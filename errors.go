@@ -1,0 +1,103 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/klog/v2"
+)
+
+// VeryShortWatchError reports a watch that the server closed within a second
+// of opening it without delivering a single event: usually a sign that the
+// server is unhealthy, so the Reflector relists rather than re-watching.
+type VeryShortWatchError struct {
+	// Name of the Reflector.
+	Name string
+}
+
+// Error implements error.
+func (e *VeryShortWatchError) Error() string {
+	return fmt.Sprintf("very short watch: %s: watch closed within a second of opening, with no event", e.Name)
+}
+
+// WatchErrorHandler is called with every error that ends a ListAndWatch
+// cycle; the Reflector then backs off and starts a new cycle. It must return
+// quickly.
+type WatchErrorHandler func(r *Reflector, err error)
+
+// WatchErrorHandlerWithContext is WatchErrorHandler with the Run context.
+type WatchErrorHandlerWithContext func(ctx context.Context, r *Reflector, err error)
+
+// DefaultWatchErrorHandler logs err at a level fitting its kind: expired
+// resourceVersions and unexpected EOFs quietly, clean closes not at all, and
+// everything else as an error. Unlike client-go's it does not go through
+// utilruntime.HandleError, whose global rate limiter sleeps in the caller.
+func DefaultWatchErrorHandler(ctx context.Context, r *Reflector, err error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case isExpiredError(err):
+		logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case errors.Is(err, io.EOF):
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		logger.V(1).Info("Watch closed with unexpected EOF", "reflector", r.name, "type", r.typeDescription, "err", err)
+	default:
+		logger.Error(err, "Failed to watch", "reflector", r.name, "type", r.typeDescription)
+	}
+}
+
+// ErrUnexpectedObject is wrapped by the errors reported for watch events
+// the Reflector skips: objects of the wrong Go type or GVK, Table objects,
+// and objects without metadata.
+var ErrUnexpectedObject = errors.New("unexpected object in watch event")
+
+// isExpiredError: the resourceVersion asked for has been compacted away
+// (410; old servers said Gone instead of Expired).
+func isExpiredError(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+// isTooLargeResourceVersionError: the server has not caught up with the
+// resourceVersion asked for. Newer servers set a status cause; servers before
+// 1.18.6 only said so in a cause message or the status message of a timeout.
+func isTooLargeResourceVersionError(err error) bool {
+	if apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		return true
+	}
+	if !apierrors.IsTimeout(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			if c.Message == "Too large resource version" {
+				return true
+			}
+		}
+	}
+	return strings.Contains(s.Message, "Too large resource version")
+}
+
+// isRVUnavailable: the server cannot serve the resourceVersion asked for.
+func isRVUnavailable(err error) bool {
+	return isExpiredError(err) || isTooLargeResourceVersionError(err)
+}
+
+// isWatchOpenRetriable: opening a watch failed in a way that says the server
+// is overloaded or unreachable, so the Reflector backs off and watches again
+// from where it was instead of relisting everything.
+func isWatchOpenRetriable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
+}
+
+// errStopRequested marks the end of a cycle because the context ended.
+var errStopRequested = errors.New("stop requested")

@@ -1,0 +1,122 @@
+package cache
+
+import "fmt"
+
+// initialEvents gathers the objects of a WatchList stream until its
+// initial-events-end bookmark. Objects are kept in arrival order; a key
+// index is only built if a MODIFIED or DELETED event arrives before the
+// bookmark, which a conforming server does not send, so the common path
+// costs one slice append per object.
+type initialEvents struct {
+	items []interface{}
+	// index maps keys to positions in items; nil until first needed.
+	index map[string]int
+	// transform is the store's own transform, applied as objects arrive so
+	// the untransformed originals can be collected at once.
+	transform TransformFunc
+	// resourceVersion is the RV of the last non-ADDED event (the bookmark).
+	resourceVersion string
+}
+
+func newInitialEvents(store ReflectorStore) *initialEvents {
+	e := &initialEvents{}
+	if ts, ok := store.(TransformingStore); ok {
+		e.transform = ts.Transformer()
+	}
+	return e
+}
+
+// Add appends obj.
+func (e *initialEvents) Add(obj interface{}) error {
+	obj, err := e.transformed(obj)
+	if err != nil {
+		return err
+	}
+	if e.index != nil {
+		return e.put(obj)
+	}
+	e.items = append(e.items, obj)
+	return nil
+}
+
+// Update replaces the gathered object with obj's key, or adds obj.
+func (e *initialEvents) Update(obj interface{}) error {
+	obj, err := e.transformed(obj)
+	if err != nil {
+		return err
+	}
+	if err := e.buildIndex(); err != nil {
+		return err
+	}
+	return e.put(obj)
+}
+
+// Delete drops the gathered object with obj's key.
+func (e *initialEvents) Delete(obj interface{}) error {
+	if err := e.buildIndex(); err != nil {
+		return err
+	}
+	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err
+	}
+	if i, ok := e.index[key]; ok {
+		e.items[i] = nil
+		delete(e.index, key)
+	}
+	return nil
+}
+
+func (e *initialEvents) transformed(obj interface{}) (interface{}, error) {
+	if e.transform == nil {
+		return obj, nil
+	}
+	out, err := e.transform(obj)
+	if err != nil {
+		return nil, fmt.Errorf("transforming %T: %w", obj, err)
+	}
+	return out, nil
+}
+
+func (e *initialEvents) buildIndex() error {
+	if e.index != nil {
+		return nil
+	}
+	e.index = make(map[string]int, len(e.items))
+	for i, obj := range e.items {
+		key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return err
+		}
+		e.index[key] = i
+	}
+	return nil
+}
+
+func (e *initialEvents) put(obj interface{}) error {
+	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err
+	}
+	if i, ok := e.index[key]; ok {
+		e.items[i] = obj
+		return nil
+	}
+	e.index[key] = len(e.items)
+	e.items = append(e.items, obj)
+	return nil
+}
+
+// take returns the gathered objects, without the holes deletions left.
+func (e *initialEvents) take() []interface{} {
+	if e.index == nil {
+		return e.items
+	}
+	out := e.items[:0]
+	for _, obj := range e.items {
+		if obj != nil {
+			out = append(out, obj)
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// defaultPageSize is the LIST page size when paging is on and
+// Reflector.WatchListPageSize is not set.
+const defaultPageSize = 500
+
+// listed is the outcome of a complete (possibly paginated) LIST.
+type listed struct {
+	items []interface{}
+	// resourceVersion is the list's resourceVersion (of its first page).
+	resourceVersion string
+	// paged says the server split the answer into more than one page.
+	paged bool
+}
+
+// listPages LISTs with opts, following continue tokens, and gathers the
+// items. pageSize is the Limit when opts has none (0: no paging). Each item
+// is copied out of its page, so the store never pins whole pages. If a
+// continue token expires, it falls back to one unpaginated LIST at the
+// original resourceVersion.
+func listPages(ctx context.Context, l ListerWithContext, opts metav1.ListOptions, pageSize int64) (listed, error) {
+	if opts.Limit == 0 {
+		opts.Limit = pageSize
+	}
+	first := opts
+	var out listed
+	for {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		page, err := l.ListWithContext(ctx, opts)
+		if err != nil {
+			if opts.Continue == "" || !apierrors.IsResourceExpired(err) {
+				return out, err
+			}
+			return listUnpaged(ctx, l, first, out.paged)
+		}
+		next, err := out.addPage(page)
+		if err != nil || next == "" {
+			return out, err
+		}
+		opts.Continue = next
+		// A continued LIST must not repeat the resourceVersion.
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+		out.paged = true
+	}
+}
+
+// listUnpaged is the fallback after an expired continue token.
+func listUnpaged(ctx context.Context, l ListerWithContext, opts metav1.ListOptions, paged bool) (listed, error) {
+	opts.Limit, opts.Continue = 0, ""
+	page, err := l.ListWithContext(ctx, opts)
+	out := listed{paged: paged}
+	if err != nil {
+		return out, err
+	}
+	_, err = out.addPage(page)
+	return out, err
+}
+
+// addPage appends the items of page and returns its continue token. The
+// first page sets the resourceVersion and sizes the item slice from the
+// server's remaining-item count.
+func (l *listed) addPage(page runtime.Object) (string, error) {
+	if gvk, table := unsupportedTableList(page); table {
+		return "", fmt.Errorf("unsupported list of kind %v: the Reflector cannot store Table objects", gvk)
+	}
+	m, err := meta.ListAccessor(page)
+	if err != nil {
+		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
+	}
+	if l.items == nil {
+		l.resourceVersion = m.GetResourceVersion()
+		l.items = make([]interface{}, 0, initialCapacity(page, m))
+	}
+	err = meta.EachListItemWithAlloc(page, func(o runtime.Object) error {
+		l.items = append(l.items, o)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
+	}
+	return m.GetContinue(), nil
+}
+
+func initialCapacity(page runtime.Object, m metav1.ListInterface) int {
+	n := meta.LenList(page)
+	if rest := m.GetRemainingItemCount(); rest != nil && *rest > 0 && *rest < 1<<24 {
+		n += int(*rest)
+	}
+	return n
+}
+
+var tableGVKs = map[string]bool{
+	metav1.SchemeGroupVersion.WithKind("Table").String():      true,
+	metav1beta1.SchemeGroupVersion.WithKind("Table").String(): true,
+}
+
+// unsupportedTableList: the server answered in Table form (a client asked
+// for it with an Accept header), which a Reflector cannot store.
+func unsupportedTableList(o runtime.Object) (string, bool) {
+	u, ok := o.(*unstructured.UnstructuredList)
+	if !ok {
+		return "", false
+	}
+	gvk := u.GroupVersionKind().String()
+	return gvk, tableGVKs[gvk]
+}
+
+// unsupportedTableObject is unsupportedTableList for one watched object.
+func unsupportedTableObject(o runtime.Object) bool {
+	u, ok := o.(*unstructured.Unstructured)
+	return ok && u.GetKind() == "Table" && tableGVKs[u.GroupVersionKind().String()]
+}

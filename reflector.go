@@ -1,0 +1,263 @@
+// Package cache is a drop-in reimplementation of client-go's tools/cache
+// Reflector: it LISTs a resource (paginated) or streams it as one WatchList,
+// WATCHes from the resulting resourceVersion, and keeps a ReflectorStore in
+// step with the server through expired resourceVersions, throttling, dropped
+// connections and restarts. Public names and method sets match client-go's,
+// so client-go's ListWatch, DeltaFIFO, RealFIFO and Indexer plug in.
+package cache
+
+import (
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+const defaultExpectedTypeName = "<unspecified>"
+
+// Watch timeouts are drawn from [min, 2*min) to spread reconnects; the
+// minimum is never below five minutes.
+const defaultMinWatchTimeout = 5 * time.Minute
+
+// ReflectorOptions configures a Reflector. The zero value gives client-go's
+// defaults.
+type ReflectorOptions struct {
+	// Logger replaces klog.Background(); the reflector's name is added to it.
+	Logger *klog.Logger
+	// Name identifies the reflector in logs; defaults to the caller's file:line.
+	Name string
+	// TypeDescription describes the stored type in logs; defaults to the
+	// expected type's Go type, or the GVK of an Unstructured expected type.
+	TypeDescription string
+	// ResyncPeriod, if positive, calls the store's Resync that often while
+	// watching (subject to Reflector.ShouldResync).
+	ResyncPeriod time.Duration
+	// MinWatchTimeout raises the lower bound of watch timeouts above the
+	// five-minute floor; smaller values are ignored.
+	MinWatchTimeout time.Duration
+	// Clock drives every timer of the Reflector; defaults to the real clock.
+	Clock clock.Clock
+	// Backoff replaces the default exponential backoff (0.8 s doubling to
+	// 30 s, jitter 1.0), reset after two minutes without a failure.
+	Backoff *wait.Backoff
+
+	// UseWatchList selects WatchList streaming for the initial state: nil or
+	// true uses it (falling back to LIST when the server refuses), false
+	// always LISTs. A ListerWatcher reporting IsWatchListSemanticsUnSupported
+	// (client-go's fake clientsets) always LISTs.
+	UseWatchList *bool
+	// WatchErrorHandler replaces DefaultWatchErrorHandler.
+	WatchErrorHandler WatchErrorHandlerWithContext
+	// Rand supplies the randomness for watch timeouts and backoff jitter;
+	// defaults to a generator seeded once per Reflector. It is only used
+	// from the Reflector's loop goroutine.
+	Rand *rand.Rand
+}
+
+// Reflector watches a resource and reflects every change into a store.
+// Create it with NewReflector, NewNamedReflector or NewReflectorWithOptions
+// and start it with Run or RunWithContext. Exported fields must be set before
+// Run and not changed afterwards.
+type Reflector struct {
+	// WatchListPageSize is the page size of LIST requests. When zero, the
+	// first LIST at RV "0" uses 500 and keeps paging if the server paged it;
+	// later relists at a specific resourceVersion ask for everything at once
+	// so that the server can answer from its watch cache.
+	WatchListPageSize int64
+	// ShouldResync, if set, is asked at each resync period whether to call
+	// the store's Resync; nil means always.
+	ShouldResync func() bool
+	// MaxInternalErrorRetryDuration is how long a watch failing with internal
+	// (500) errors is re-opened from the same resourceVersion before the
+	// Reflector relists instead. Zero never retries.
+	MaxInternalErrorRetryDuration time.Duration
+
+	name            string
+	typeDescription string
+	expectedType    reflect.Type
+	expectedGVK     *schema.GroupVersionKind
+
+	store  ReflectorStore
+	lw     ListerWatcherWithContext
+	logger klog.Logger
+	clock  clock.Clock
+	rand   *rand.Rand
+
+	resyncPeriod      time.Duration
+	minWatchTimeout   time.Duration
+	backoff           *backoff
+	useWatchList      bool
+	watchErrorHandler WatchErrorHandlerWithContext
+
+	// pos is the resume position; the loop goroutine owns it (see rv.go).
+	pos resumePosition
+	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
+	// means it has no watch cache: later relists then keep paging.
+	pagedAtRV0 bool
+}
+
+// NewReflector creates a Reflector named after the caller's file:line.
+// It panics if lw or store is nil.
+func NewReflector(lw ListerWatcher, expectedType interface{}, store ReflectorStore, resyncPeriod time.Duration) *Reflector {
+	return NewReflectorWithOptions(lw, expectedType, store, ReflectorOptions{ResyncPeriod: resyncPeriod})
+}
+
+// NewNamedReflector creates a Reflector with the given name.
+// It panics if lw or store is nil.
+func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, store ReflectorStore, resyncPeriod time.Duration) *Reflector {
+	return NewReflectorWithOptions(lw, expectedType, store, ReflectorOptions{Name: name, ResyncPeriod: resyncPeriod})
+}
+
+// NewReflectorWithOptions creates a Reflector that keeps store in step with
+// the resource lw serves. Only objects of expectedType's Go type (and, for
+// an Unstructured with apiVersion and kind set, that GVK) reach the store;
+// nil accepts anything. It panics if lw or store is nil: those are
+// programming errors that would otherwise only show up as a hang later.
+func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
+	if lw == nil || reflect.ValueOf(lw).Kind() == reflect.Pointer && reflect.ValueOf(lw).IsNil() {
+		panic("cache: NewReflector called with a nil ListerWatcher")
+	}
+	if store == nil || reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil() {
+		panic("cache: NewReflector called with a nil store")
+	}
+	r := &Reflector{
+		name:              options.Name,
+		typeDescription:   options.TypeDescription,
+		expectedType:      reflect.TypeOf(expectedType),
+		expectedGVK:       expectedGVKOf(expectedType),
+		store:             store,
+		lw:                ToListerWatcherWithContext(lw),
+		clock:             options.Clock,
+		rand:              options.Rand,
+		resyncPeriod:      options.ResyncPeriod,
+		minWatchTimeout:   max(options.MinWatchTimeout, defaultMinWatchTimeout),
+		watchErrorHandler: options.WatchErrorHandler,
+		useWatchList:      options.UseWatchList == nil || *options.UseWatchList,
+	}
+	if watchListUnsupported(lw) {
+		r.useWatchList = false
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.rand == nil {
+		r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if r.watchErrorHandler == nil {
+		r.watchErrorHandler = DefaultWatchErrorHandler
+	}
+	cfg := defaultBackoff()
+	if options.Backoff != nil {
+		cfg = *options.Backoff
+	}
+	r.backoff = newBackoff(cfg, defaultBackoffReset)
+	if r.name == "" {
+		r.name = callerName()
+	}
+	if r.typeDescription == "" {
+		r.typeDescription = describeType(expectedType)
+	}
+	r.logger = klog.Background()
+	if options.Logger != nil {
+		r.logger = *options.Logger
+	}
+	r.logger = klog.LoggerWithName(r.logger, r.name)
+	return r
+}
+
+func describeType(expectedType interface{}) string {
+	if expectedType == nil {
+		return defaultExpectedTypeName
+	}
+	if gvk := expectedGVKOf(expectedType); gvk != nil {
+		return gvk.String()
+	}
+	return reflect.TypeOf(expectedType).String()
+}
+
+func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
+	u, ok := expectedType.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Empty() {
+		return nil
+	}
+	return &gvk
+}
+
+// Name returns the reflector's name.
+func (r *Reflector) Name() string { return r.name }
+
+// TypeDescription returns the description of the stored type.
+func (r *Reflector) TypeDescription() string { return r.typeDescription }
+
+// LastSyncResourceVersion returns the newest resourceVersion the store has
+// been brought to. Safe from any goroutine; it may trail the store by the
+// events of one burst.
+func (r *Reflector) LastSyncResourceVersion() string { return r.pos.snapshot() }
+
+// Run is RunWithContext with a context that ends when stopCh closes.
+func (r *Reflector) Run(stopCh <-chan struct{}) {
+	r.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext lists and watches until ctx ends, backing off between
+// cycles, and returns once ctx has ended. Errors that end a cycle go to the
+// WatchErrorHandler. A ListerWatcher call that ignores ctx may still be
+// running when RunWithContext returns; the goroutine waiting for it exits
+// (stopping any watch it returns) as soon as the call does.
+func (r *Reflector) RunWithContext(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
+	defer logger.V(3).Info("Stopping reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
+	for ctx.Err() == nil {
+		if err := r.ListAndWatchWithContext(ctx); err != nil {
+			r.watchErrorHandler(ctx, r, err)
+		}
+		if !r.sleep(ctx, r.nextBackoff()) {
+			return
+		}
+	}
+}
+
+// ListAndWatch is ListAndWatchWithContext with a context that ends when
+// stopCh closes.
+func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
+	return r.ListAndWatchWithContext(wait.ContextForChannel(stopCh))
+}
+
+// ListAndWatchWithContext runs one cycle: it brings the store to the
+// server's current state (WatchList or LIST), then watches until the watch
+// can no longer be resumed or ctx ends. It returns an error when the cycle
+// could not get as far as watching (or the watch could not be opened), and
+// nil otherwise, including when ctx ends.
+func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
+	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
+	c := newCycle(ctx, r)
+	return c.run(ctx)
+}
+
+// nextBackoff draws the next delay from the Reflector's backoff.
+func (r *Reflector) nextBackoff() time.Duration {
+	return r.backoff.next(r.clock.Now(), r.rand.Float64())
+}
+
+// sleep waits d on the Reflector's clock; false if ctx ended first.
+func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}

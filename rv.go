@@ -1,0 +1,84 @@
+package cache
+
+import "sync"
+
+// resumePosition tracks where the Reflector resumes after a watch ends or a
+// list fails. The loop goroutine owns every field but published; other
+// goroutines read published (LastSyncResourceVersion) under mu.
+//
+// The position moves forward in exactly one place, advance. Publishing is
+// separate and batched (publish), so a burst of watch events costs one lock.
+type resumePosition struct {
+	// last is the newest resourceVersion the store has been brought to.
+	last string
+	// dirty says last has moved since it was last published.
+	dirty bool
+	// unavailable is set when the server answered that last is expired or
+	// too large; the next list or WatchList then asks for RV "" (a
+	// consistent read) instead.
+	unavailable bool
+
+	mu        sync.RWMutex
+	published string
+}
+
+// advance records rv as the newest resourceVersion the store has seen.
+func (p *resumePosition) advance(rv string) {
+	p.last = rv
+	p.dirty = true
+}
+
+// publish makes the newest resourceVersion visible to snapshot.
+func (p *resumePosition) publish() {
+	if !p.dirty {
+		return
+	}
+	p.dirty = false
+	p.mu.Lock()
+	p.published = p.last
+	p.mu.Unlock()
+}
+
+// markUnavailable records that the server no longer (or not yet) serves
+// the last resourceVersion.
+func (p *resumePosition) markUnavailable() { p.unavailable = true }
+
+// synced records a successful list or WatchList at rv.
+func (p *resumePosition) synced(rv string) {
+	p.unavailable = false
+	p.advance(rv)
+	p.publish()
+}
+
+// listRV is the resourceVersion for the next LIST: "0" before anything is
+// known (any cached state will do), "" after the last one became
+// unavailable, and the last one otherwise (data at least that fresh).
+func (p *resumePosition) listRV() string {
+	switch {
+	case p.unavailable:
+		return ""
+	case p.last == "":
+		return "0"
+	default:
+		return p.last
+	}
+}
+
+// watchListRV is the resourceVersion a WatchList stream starts from: the
+// last one, or "" (most recent, consistent) when it is unknown or unavailable.
+func (p *resumePosition) watchListRV() string {
+	if p.unavailable {
+		return ""
+	}
+	return p.last
+}
+
+// watchRV is the resourceVersion a plain WATCH resumes from.
+func (p *resumePosition) watchRV() string { return p.last }
+
+// snapshot returns the published resourceVersion; safe from any goroutine.
+func (p *resumePosition) snapshot() string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.published
+}

@@ -1,0 +1,223 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// listReply is what the scripted ListerWatcher answers to one LIST.
+type listReply struct {
+	list runtime.Object
+	err  error
+}
+
+// watchReply is what it answers to one WATCH: an error, or a watch that
+// delivers events and then closes (after closeAfter), ends with an error
+// event, or stays open forever (hang).
+type watchReply struct {
+	err        error
+	events     []watch.Event
+	closeAfter time.Duration
+	hang       bool
+}
+
+// scriptLW answers LIST and WATCH calls from two queues and records every
+// call. When a queue runs dry, LISTs block until their context ends and
+// WATCHes stay open and silent; drained is closed at the first such call.
+type scriptLW struct {
+	mu       sync.Mutex
+	lists    []listReply
+	watches  []watchReply
+	calls    []string
+	drained  chan struct{}
+	once     sync.Once
+	noWL     bool
+	inflight sync.WaitGroup
+}
+
+func newScript(lists []listReply, watches []watchReply) *scriptLW {
+	return &scriptLW{lists: lists, watches: watches, drained: make(chan struct{})}
+}
+
+func (s *scriptLW) IsWatchListSemanticsUnSupported() bool { return s.noWL }
+
+func (s *scriptLW) List(o metav1.ListOptions) (runtime.Object, error) {
+	return s.ListWithContext(context.Background(), o)
+}
+
+func (s *scriptLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return s.WatchWithContext(context.Background(), o)
+}
+
+func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, "LIST "+describeOptions(o))
+	if len(s.lists) == 0 {
+		s.mu.Unlock()
+		s.once.Do(func() { close(s.drained) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	r := s.lists[0]
+	s.lists = s.lists[1:]
+	s.mu.Unlock()
+	return r.list, r.err
+}
+
+func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, "WATCH "+describeOptions(o))
+	if len(s.watches) == 0 {
+		s.mu.Unlock()
+		s.once.Do(func() { close(s.drained) })
+		return watch.NewFake(), nil
+	}
+	r := s.watches[0]
+	s.watches = s.watches[1:]
+	s.mu.Unlock()
+	if r.err != nil {
+		return nil, r.err
+	}
+	ch := make(chan watch.Event, len(r.events))
+	for _, e := range r.events {
+		ch <- e
+	}
+	w := watch.NewProxyWatcher(ch)
+	switch {
+	case r.hang:
+		s.once.Do(func() { close(s.drained) })
+	case r.closeAfter > 0:
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			select {
+			case <-time.After(r.closeAfter):
+				close(ch)
+			case <-w.StopChan():
+			}
+		}()
+	default:
+		close(ch)
+	}
+	return w, nil
+}
+
+func (s *scriptLW) recorded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+// describeOptions renders the options a test compares. The watch timeout
+// is random, so only its range is checked and recorded.
+func describeOptions(o metav1.ListOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rv=%q", o.ResourceVersion)
+	if o.ResourceVersionMatch != "" {
+		fmt.Fprintf(&b, " match=%s", o.ResourceVersionMatch)
+	}
+	if o.Limit != 0 {
+		fmt.Fprintf(&b, " limit=%d", o.Limit)
+	}
+	if o.Continue != "" {
+		fmt.Fprintf(&b, " continue=%s", o.Continue)
+	}
+	if o.AllowWatchBookmarks {
+		b.WriteString(" bookmarks")
+	}
+	if o.SendInitialEvents != nil {
+		fmt.Fprintf(&b, " initial=%v", *o.SendInitialEvents)
+	}
+	if t := o.TimeoutSeconds; t != nil {
+		inRange := *t >= 300 && *t < 600
+		fmt.Fprintf(&b, " timeoutInRange=%v", inRange)
+	}
+	return b.String()
+}
+
+// recordingStore records store calls as text, Replace contents sorted.
+type recordingStore struct {
+	mu    sync.Mutex
+	calls []string
+	// fail makes calls of the named op return an error.
+	fail map[string]error
+}
+
+func (s *recordingStore) record(op string, obj interface{}) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, op+" "+objectID(obj))
+	return s.fail[op]
+}
+
+func (s *recordingStore) Add(obj interface{}) error    { return s.record("Add", obj) }
+func (s *recordingStore) Update(obj interface{}) error { return s.record("Update", obj) }
+func (s *recordingStore) Delete(obj interface{}) error { return s.record("Delete", obj) }
+func (s *recordingStore) Resync() error                { return s.record("Resync", nil) }
+
+func (s *recordingStore) Replace(list []interface{}, rv string) error {
+	ids := make([]string, len(list))
+	for i, o := range list {
+		ids[i] = objectID(o)
+	}
+	sort.Strings(ids)
+	return s.record("Replace", fmt.Sprintf("rv=%s [%s]", rv, strings.Join(ids, " ")))
+}
+
+func (s *recordingStore) Bookmark(rv string) error { return s.record("Bookmark", "rv="+rv) }
+
+func (s *recordingStore) UpdateResourceVersion(rv string) { _ = s.record("RV", "rv="+rv) }
+
+func (s *recordingStore) recorded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+func objectID(obj interface{}) string {
+	switch o := obj.(type) {
+	case nil:
+		return ""
+	case string:
+		return o
+	case metav1.Object:
+		return o.GetNamespace() + "/" + o.GetName() + "@" + o.GetResourceVersion()
+	default:
+		return fmt.Sprintf("%T", obj)
+	}
+}
+
+// Object builders for scripts.
+
+func cm(name, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+func cmList(rv, cont string, items ...*corev1.ConfigMap) *corev1.ConfigMapList {
+	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont}}
+	for _, i := range items {
+		l.Items = append(l.Items, *i)
+	}
+	return l
+}
+
+func ev(t watch.EventType, o runtime.Object) watch.Event { return watch.Event{Type: t, Object: o} }
+
+func bookmark(rv string, initialEnd bool) watch.Event {
+	o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+	if initialEnd {
+		o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return ev(watch.Bookmark, o)
+}
+
+func errEvent(status *metav1.Status) watch.Event { return ev(watch.Error, status) }

@@ -1,0 +1,213 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// burst is how many already-queued events are applied after one select
+// before the stream looks at its context and timers again.
+const burst = 64
+
+// streamer applies the events of one watch. In WatchList mode (initial
+// non-nil) it gathers the initial events instead of writing to the store,
+// and returns at the initial-events-end bookmark leaving the watch open.
+type streamer struct {
+	c       *cycle
+	w       watch.Interface
+	start   time.Time
+	events  int
+	initial *initialEvents
+	// endReached: the initial-events-end bookmark has been seen.
+	endReached bool
+	// pastSynthetic: an event other than ADDED has arrived, so the watch is
+	// past any synthetic ADDED events and RVs may propagate.
+	pastSynthetic bool
+	rvUpdater     ResourceVersionUpdater
+	bookmarks     ReflectorBookmarkStore
+}
+
+func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
+	s := &streamer{c: c, w: w, start: c.wStart}
+	if watchList {
+		s.initial = newInitialEvents(c.r.store)
+		return s
+	}
+	s.rvUpdater, _ = c.r.store.(ResourceVersionUpdater)
+	s.bookmarks, _ = c.r.store.(ReflectorBookmarkStore)
+	return s
+}
+
+// run applies events until the watch closes (nil, or VeryShortWatchError
+// if it closed within a second with no event), fails (the error), ctx ends
+// (errStopRequested), a resync fails (its error), or, in WatchList mode,
+// the initial-events-end bookmark arrives (true, nil).
+func (s *streamer) run(ctx context.Context) (bool, error) {
+	defer s.c.r.pos.publish()
+	ch := s.w.ResultChan()
+	for {
+		select {
+		case <-ctx.Done():
+			return s.endReached, errStopRequested
+		case <-s.resyncC():
+			if err := s.c.resync.fire(s.c.r.store, s.c.r.ShouldResync); err != nil {
+				return s.endReached, fmt.Errorf("store resync failed: %w", err)
+			}
+		case ev, open := <-ch:
+			if done, err := s.drain(ev, open, ch); done || err != nil {
+				return s.endReached, err
+			}
+			s.c.r.pos.publish()
+		}
+	}
+}
+
+// drain applies ev and then up to burst events that are already queued.
+func (s *streamer) drain(ev watch.Event, open bool, ch <-chan watch.Event) (bool, error) {
+	for i := 0; ; i++ {
+		if !open {
+			return true, s.closed()
+		}
+		if err := s.apply(ev); err != nil || s.endReached {
+			return true, err
+		}
+		if i == burst {
+			return false, nil
+		}
+		select {
+		case ev, open = <-ch:
+		default:
+			return false, nil
+		}
+	}
+}
+
+func (s *streamer) resyncC() <-chan time.Time {
+	if s.initial != nil {
+		return nil
+	}
+	return s.c.resync.C()
+}
+
+// closed classifies a watch the server closed.
+func (s *streamer) closed() error {
+	if s.events == 0 && s.c.r.clock.Since(s.start) < time.Second {
+		return &VeryShortWatchError{Name: s.c.r.name}
+	}
+	s.c.logger.V(4).Info("Watch close", "reflector", s.c.r.name, "type", s.c.r.typeDescription, "totalItems", s.events)
+	return nil
+}
+
+// apply handles one event. Events that cannot be stored are reported and
+// skipped; an ERROR event ends the watch with the server's status.
+func (s *streamer) apply(ev watch.Event) error {
+	if ev.Type == watch.Error {
+		return fmt.Errorf("watch of %v: %w", s.c.r.typeDescription, apierrors.FromObject(ev.Object))
+	}
+	obj, ok := s.accept(ev)
+	if !ok {
+		return nil
+	}
+	s.dispatch(ev, obj)
+	rv := obj.GetResourceVersion()
+	if s.initial != nil {
+		if s.pastSynthetic {
+			s.initial.resourceVersion = rv
+		}
+	} else if s.pastSynthetic || !s.c.fromSynthetic {
+		s.c.r.pos.advance(rv)
+		if s.rvUpdater != nil {
+			s.rvUpdater.UpdateResourceVersion(rv)
+		}
+	}
+	s.events++
+	return nil
+}
+
+// accept checks that ev carries an object the store may hold.
+func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
+	r := s.c.r
+	if r.expectedType != nil && reflect.TypeOf(ev.Object) != r.expectedType {
+		s.report(fmt.Errorf("%w: got %T, want %v", ErrUnexpectedObject, ev.Object, r.expectedType), ev)
+		return nil, false
+	}
+	if r.expectedGVK != nil && ev.Object.GetObjectKind().GroupVersionKind() != *r.expectedGVK {
+		s.report(fmt.Errorf("%w: got %v, want %v", ErrUnexpectedObject, ev.Object.GetObjectKind().GroupVersionKind(), *r.expectedGVK), ev)
+		return nil, false
+	}
+	if unsupportedTableObject(ev.Object) {
+		s.report(fmt.Errorf("%w: Table objects cannot be stored", ErrUnexpectedObject), ev)
+		return nil, false
+	}
+	obj, err := meta.Accessor(ev.Object)
+	if err != nil {
+		s.report(fmt.Errorf("%w: %w", ErrUnexpectedObject, err), ev)
+		return nil, false
+	}
+	return obj, true
+}
+
+// report logs an event the stream skipped or could not apply. It does not
+// go through utilruntime.HandleError, whose global rate limiter would make
+// the stream sleep on every error.
+func (s *streamer) report(err error, ev watch.Event) {
+	s.c.logger.Error(err, "Skipping watch event", "reflector", s.c.r.name, "type", s.c.r.typeDescription, "event", ev.Type)
+}
+
+// dispatch sends an accepted event to the store (or the initial-events
+// buffer). Store errors are reported through utilruntime.HandleError and
+// the stream goes on, as in client-go.
+func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
+	var err error
+	switch ev.Type {
+	case watch.Added:
+		err = s.sink().Add(ev.Object)
+	case watch.Modified:
+		s.pastSynthetic = true
+		err = s.sink().Update(ev.Object)
+	case watch.Deleted:
+		s.pastSynthetic = true
+		err = s.sink().Delete(ev.Object)
+	case watch.Bookmark:
+		s.pastSynthetic = true
+		err = s.bookmark(obj)
+	default:
+		err = fmt.Errorf("unknown watch event type %q", ev.Type)
+	}
+	if err != nil {
+		s.c.logger.Error(err, "Unable to apply watch event to store", "reflector", s.c.r.name, "event", ev.Type, "object", klog.KObj(obj))
+	}
+}
+
+func (s *streamer) bookmark(obj metav1.Object) error {
+	if s.initial != nil {
+		s.endReached = s.endReached || obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+		return nil
+	}
+	if s.bookmarks == nil {
+		return nil
+	}
+	return s.bookmarks.Bookmark(obj.GetResourceVersion())
+}
+
+// eventSink is where accepted ADDED, MODIFIED and DELETED events go.
+type eventSink interface {
+	Add(obj interface{}) error
+	Update(obj interface{}) error
+	Delete(obj interface{}) error
+}
+
+func (s *streamer) sink() eventSink {
+	if s.initial != nil {
+		return s.initial
+	}
+	return s.c.r.store
+}

@@ -1,0 +1,85 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// watchList runs phaseWatchList: one WATCH with SendInitialEvents streams
+// the current state as ADDED events closed by the initial-events-end
+// bookmark; the store is Replaced once with them and the same watch goes on
+// as the cycle's watch. Throttling and refused connections back off and try
+// again; an unavailable RV retries at RV ""; anything else falls back to LIST.
+func (c *cycle) watchList(ctx context.Context) phase {
+	for ctx.Err() == nil {
+		opts := metav1.ListOptions{
+			ResourceVersion:      c.r.pos.watchListRV(),
+			AllowWatchBookmarks:  true,
+			SendInitialEvents:    ptr.To(true),
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+			TimeoutSeconds:       c.r.watchTimeout(),
+		}
+		c.wStart = c.r.clock.Now()
+		w, err, ok := c.startWatch(ctx, opts)
+		if !ok {
+			return phaseDone
+		}
+		var s *streamer
+		if err == nil {
+			s = newStreamer(c, w, true)
+			var complete bool
+			if complete, err = s.run(ctx); err == nil && complete {
+				return c.watchListSynced(w, s.initial)
+			}
+			w.Stop()
+			if err == errStopRequested {
+				return phaseDone
+			}
+		}
+		if err == nil {
+			continue // closed before the end bookmark: open a new stream
+		}
+		if !c.watchListRetry(ctx, err) {
+			c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", c.r.name, "err", err)
+			return phaseList
+		}
+	}
+	return phaseDone
+}
+
+// watchListRetry decides whether a failed WatchList is tried again, and
+// does what must happen before that (a backoff wait, or forgetting the RV).
+func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
+	switch {
+	case isWatchOpenRetriable(err):
+		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return c.backoffThen(ctx, phaseWatchList) != phaseDone
+	case isRVUnavailable(err):
+		c.r.pos.markUnavailable()
+		return true
+	default:
+		return false
+	}
+}
+
+// watchListSynced Replaces the store with the streamed state and keeps w
+// open as the cycle's watch. If Replace fails the cycle falls back to LIST.
+func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents) phase {
+	rv := initial.resourceVersion
+	c.r.pos.unavailable = false
+	if err := c.r.store.Replace(initial.take(), rv); err != nil {
+		w.Stop()
+		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST.", "reflector", c.r.name, "err", fmt.Errorf("unable to sync watch-list result: %w", err))
+		return phaseList
+	}
+	c.r.pos.synced(rv)
+	c.synced()
+	c.w = w
+	c.fromSynthetic = false
+	c.wStart = c.r.clock.Now()
+	return phaseStream
+}
