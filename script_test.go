@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -221,3 +222,6 @@ func bookmark(rv string, initialEnd bool) watch.Event {
 }
 
 func errEvent(status *metav1.Status) watch.Event { return ev(watch.Error, status) }
+
+func errEOF() error           { return io.EOF }
+func errUnexpectedEOF() error { return io.ErrUnexpectedEOF }

@@ -1,0 +1,265 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+var noWatchList = ReflectorOptions{UseWatchList: ptr.To(false)}
+
+func TestRunReturnsWhileListIgnoresContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		lw := &ListWatch{
+			ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { <-release; return cmList("1", ""), nil },
+			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.RunWithContext(ctx); close(done) }()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("RunWithContext did not return while LIST was blocked")
+		}
+		close(release) // the waiting goroutine must now exit, or synctest fails
+	})
+}
+
+func TestRunReturnsWhileWatchOpenIgnoresContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		w := watch.NewFake()
+		lw := &ListWatch{
+			ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
+			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { <-release; return w, nil },
+		}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.RunWithContext(ctx); close(done) }()
+		synctest.Wait()
+		cancel()
+		<-done
+		close(release)
+		synctest.Wait()
+		if !w.IsStopped() {
+			t.Fatal("the watch returned after Run ended must be stopped")
+		}
+	})
+}
+
+func TestListAndWatchReturnsWhenContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("1", "")}}, nil)
+		lw.noWL = true
+		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		stop := make(chan struct{})
+		errc := make(chan error, 1)
+		go func() { errc <- r.ListAndWatch(stop) }()
+		<-lw.drained
+		close(stop)
+		if err := <-errc; err != nil {
+			t.Fatalf("ListAndWatch after stop: %v", err)
+		}
+		if r.LastSyncResourceVersion() != "1" {
+			t.Fatalf("LastSyncResourceVersion = %q", r.LastSyncResourceVersion())
+		}
+	})
+}
+
+func TestRunStopsOnStopChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("1", "")}}, nil)
+		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { r.Run(stop); close(done) }()
+		<-lw.drained
+		close(stop)
+		<-done
+	})
+}
+
+func TestConstructorPanicsOnNil(t *testing.T) {
+	lw := newScript(nil, nil)
+	var nilStore *recordingStore
+	for name, f := range map[string]func(){
+		"nil lw":          func() { NewReflector(nil, nil, &recordingStore{}, 0) },
+		"nil store":       func() { NewReflector(lw, nil, nil, 0) },
+		"typed nil store": func() { NewReflector(lw, nil, nilStore, 0) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func TestNamesAndDescriptions(t *testing.T) {
+	lw := newScript(nil, nil)
+	r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+	if !strings.HasPrefix(r.Name(), "main/reflector_test.go:") && !strings.Contains(r.Name(), "reflector_test.go:") {
+		t.Errorf("default name %q should point at the caller", r.Name())
+	}
+	if r.TypeDescription() != "*v1.ConfigMap" {
+		t.Errorf("typed description %q", r.TypeDescription())
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	if got := NewNamedReflector("n", lw, u, &recordingStore{}, 0); got.TypeDescription() != "apps/v1, Kind=Deployment" || got.Name() != "n" {
+		t.Errorf("unstructured: name %q description %q", got.Name(), got.TypeDescription())
+	}
+	if got := NewReflector(lw, &unstructured.Unstructured{}, &recordingStore{}, 0).TypeDescription(); got != "*unstructured.Unstructured" {
+		t.Errorf("unstructured without GVK: %q", got)
+	}
+	if got := NewReflector(lw, nil, &recordingStore{}, 0).TypeDescription(); got != defaultExpectedTypeName {
+		t.Errorf("nil type: %q", got)
+	}
+}
+
+func TestErrorsKeepTheirClass(t *testing.T) {
+	storeErr := errors.New("disk full")
+	cases := map[string]struct {
+		lw    *scriptLW
+		store *recordingStore
+		check func(error) bool
+	}{
+		"replace": {newScript([]listReply{{list: cmList("1", "")}}, nil), &recordingStore{fail: map[string]error{"Replace": storeErr}},
+			func(err error) bool { return errors.Is(err, storeErr) }},
+		"list forbidden": {newScript([]listReply{{err: apierrors.NewForbidden(cmGVR, "", errors.New("rbac"))}}, nil), &recordingStore{}, apierrors.IsForbidden},
+		"watch not found": {newScript([]listReply{{list: cmList("1", "")}}, []watchReply{{err: apierrors.NewNotFound(cmGVR, "")}}), &recordingStore{}, apierrors.IsNotFound},
+	}
+	for name, tc := range cases {
+		synctest.Test(t, func(t *testing.T) {
+			tc.lw.noWL = true
+			r := NewReflector(tc.lw, &corev1.ConfigMap{}, tc.store, 0)
+			err := r.ListAndWatchWithContext(t.Context())
+			if err == nil || !tc.check(err) {
+				t.Errorf("%s: got %v", name, err)
+			}
+		})
+	}
+}
+
+func TestResyncErrorEndsTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("1", "")}}, []watchReply{{hang: true}})
+		lw.noWL = true
+		store := &recordingStore{fail: map[string]error{"Resync": errors.New("queue closed")}}
+		r := NewReflector(lw, &corev1.ConfigMap{}, store, time.Minute)
+		start := time.Now()
+		if err := r.ListAndWatchWithContext(t.Context()); err != nil {
+			t.Fatalf("a resync failure ends the cycle without an error, got %v", err)
+		}
+		if time.Since(start) != time.Minute {
+			t.Fatalf("cycle ended after %v, want at the first resync", time.Since(start))
+		}
+		if got := store.recorded(); len(got) != 2 || got[1] != "Resync " {
+			t.Fatalf("store calls %q", got)
+		}
+	})
+}
+
+func TestShouldResyncGatesResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("1", "")}}, nil)
+		store := &recordingStore{}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{ResyncPeriod: time.Minute, UseWatchList: ptr.To(false)})
+		var asked int
+		r.ShouldResync = func() bool { asked++; return asked%2 == 0 }
+		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute+time.Second)
+		defer cancel()
+		r.RunWithContext(ctx)
+		if got := store.recorded(); asked != 4 || len(got) != 3 {
+			t.Fatalf("asked %d times, store calls %q; want 4 questions and 2 resyncs", asked, got)
+		}
+	})
+}
+
+func TestCustomBackoffSpacesCycles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		lw := &ListWatch{
+			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				at = append(at, time.Since(start))
+				return nil, apierrors.NewServiceUnavailable("down")
+			},
+			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		}
+		opts := noWatchList
+		opts.Backoff = &wait.Backoff{Duration: 10 * time.Second, Factor: 2, Steps: 10, Cap: 30 * time.Second}
+		opts.WatchErrorHandler = func(context.Context, *Reflector, error) {}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		ctx, cancel := context.WithTimeout(t.Context(), 75*time.Second)
+		defer cancel()
+		r.RunWithContext(ctx)
+		want := []time.Duration{0, 10 * time.Second, 30 * time.Second, 60 * time.Second}
+		if len(at) != len(want) {
+			t.Fatalf("LIST at %v, want %v", at, want)
+		}
+		for i := range want {
+			if at[i] != want[i] {
+				t.Fatalf("LIST at %v, want %v", at, want)
+			}
+		}
+	})
+}
+
+func TestWatchTimeoutFromMinAndRand(t *testing.T) {
+	lw := newScript(nil, nil)
+	r := NewReflectorWithOptions(lw, nil, &recordingStore{}, ReflectorOptions{MinWatchTimeout: 10 * time.Minute, Rand: rand.New(rand.NewPCG(1, 2))})
+	for range 100 {
+		if s := *r.watchTimeout(); s < 600 || s >= 1200 {
+			t.Fatalf("timeout %ds outside [600, 1200)", s)
+		}
+	}
+	r = NewReflectorWithOptions(lw, nil, &recordingStore{}, ReflectorOptions{MinWatchTimeout: time.Second})
+	if s := *r.watchTimeout(); s < 300 || s >= 600 {
+		t.Fatalf("a minimum below five minutes must be raised to it; timeout %ds", s)
+	}
+}
+
+func TestWatchErrorHandlerSeesCycleErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{err: apierrors.NewForbidden(cmGVR, "", errors.New("rbac"))}}, nil)
+		var got []error
+		opts := noWatchList
+		opts.WatchErrorHandler = func(_ context.Context, r *Reflector, err error) { got = append(got, err) }
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-lw.drained; cancel() }()
+		r.RunWithContext(ctx)
+		if len(got) != 1 || !apierrors.IsForbidden(got[0]) {
+			t.Fatalf("handler got %v", got)
+		}
+	})
+}

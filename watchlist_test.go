@@ -1,0 +1,111 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// transformingStore strips data from ConfigMaps, as a RealFIFO with a
+// transform would.
+type transformingStore struct{ recordingStore }
+
+func (s *transformingStore) Transformer() TransformFunc {
+	return func(o interface{}) (interface{}, error) {
+		c := o.(*corev1.ConfigMap).DeepCopy()
+		c.Name += "-t"
+		return c, nil
+	}
+}
+
+func TestWatchListAppliesStoreTransform(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), bookmark("2", true)}, hang: true}})
+		store := &transformingStore{}
+		r := NewReflector(lw, &corev1.ConfigMap{}, store, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-lw.drained; synctest.Wait(); cancel() }()
+		r.RunWithContext(ctx)
+		if got := store.recorded(); len(got) != 1 || got[0] != "Replace rv=2 [ns/a-t@1]" {
+			t.Fatalf("store calls %q", got)
+		}
+	})
+}
+
+func TestInitialEventsHandlesUpdatesAndDeletes(t *testing.T) {
+	e := newInitialEvents(&recordingStore{})
+	for _, name := range []string{"a", "b", "c"} {
+		if err := e.Add(cm(name, "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Update(cm("b", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Delete(cm("a", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Add(cm("d", "4")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Update(cm("e", "5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Delete(DeletedFinalStateUnknown{Key: "ns/c"}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(keysOf(e.take()), " ")
+	if got != "ns/b@2 ns/d@4 ns/e@5" {
+		t.Fatalf("gathered %s", got)
+	}
+	if err := e.Update(42); err == nil {
+		t.Fatal("an object without metadata must be an error")
+	}
+}
+
+func TestWatchListErrorEventFallsBackOrRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("rbac")).Status()
+		lw := newScript([]listReply{{list: cmList("9", "", cm("a", "1"))}}, []watchReply{{events: []watch.Event{errEvent(&forbidden)}}})
+		store := &recordingStore{}
+		r := NewReflector(lw, &corev1.ConfigMap{}, store, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-lw.drained; synctest.Wait(); cancel() }()
+		r.RunWithContext(ctx)
+		calls := lw.recorded()
+		if len(calls) != 3 || !strings.HasPrefix(calls[1], "LIST") {
+			t.Fatalf("a refused WatchList must fall back to LIST: %q", calls)
+		}
+	})
+}
+
+func TestDefaultWatchErrorHandlerLevels(t *testing.T) {
+	var buf bytes.Buffer
+	logger := funcr.New(func(prefix, args string) { buf.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 1})
+	ctx := klog.NewContext(context.Background(), logger)
+	r := NewNamedReflector("h", newScript(nil, nil), nil, &recordingStore{}, 0)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{apierrors.NewResourceExpired("old"), ""},
+		{errors.Join(errors.New("read"), errUnexpectedEOF()), "unexpected EOF"},
+		{errEOF(), ""},
+		{errors.New("boom"), `"error"="boom"`},
+	} {
+		buf.Reset()
+		DefaultWatchErrorHandler(ctx, r, tc.err)
+		if tc.want == "" && buf.Len() != 0 || !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("%v: logged %q, want %q", tc.err, buf.String(), tc.want)
+		}
+	}
+}
