@@ -105,6 +105,7 @@ func (c *cycle) stopWatch() {
 func (c *cycle) synced() {
 	c.logger.V(2).Info("Caches populated", "type", c.r.typeDescription, "reflector", c.r.name)
 	c.resync = startResync(c.r.clock, c.r.resyncPeriod)
+	c.r.health.healthy(c.r.clock.Now())
 }
 
 // list runs phaseList.
@@ -123,6 +124,7 @@ func (c *cycle) list(ctx context.Context) phase {
 	}
 	if err != nil {
 		c.err = fmt.Errorf("failed to list %v: %w", r.typeDescription, err)
+		r.health.failed(err, ReasonListFailing, r.clock.Now())
 		return phaseDone
 	}
 	if opts.ResourceVersion == "0" && res.paged {
@@ -131,6 +133,7 @@ func (c *cycle) list(ctx context.Context) phase {
 	r.pos.unavailable = false
 	if err := r.store.Replace(res.items, res.resourceVersion); err != nil {
 		c.err = fmt.Errorf("unable to sync list result: %w", err)
+		r.health.failed(c.err, ReasonListFailing, r.clock.Now())
 		return phaseDone
 	}
 	r.pos.synced(res.resourceVersion)
@@ -191,12 +194,15 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		return phaseDone
 	case err == nil:
 		c.w = w
+		c.r.health.healthy(c.r.clock.Now())
 		return phaseStream
 	case isWatchOpenRetriable(err):
 		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
 		return c.backoffThen(ctx, phaseWatch)
 	default:
 		c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
+		c.r.health.failed(err, ReasonWatchFailed, c.r.clock.Now())
 		return phaseDone
 	}
 }
@@ -270,6 +276,7 @@ func (c *cycle) stream(ctx context.Context) phase {
 		return phaseDone
 	case apierrors.IsTooManyRequests(err):
 		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", c.r.name, "type", c.r.typeDescription)
+		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
 		return c.backoffThen(ctx, phaseWatch)
 	case apierrors.IsInternalError(err) && c.internal.allows(c.r.clock.Now()):
 		c.logger.V(2).Info("Retrying watch after internal error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)

@@ -54,6 +54,10 @@ type ReflectorOptions struct {
 	UseWatchList *bool
 	// WatchErrorHandler replaces DefaultWatchErrorHandler.
 	WatchErrorHandler WatchErrorHandlerWithContext
+	// OnHealthChange, if set, is called with the new Health each time the
+	// Reflector's state, reason or last error changes. It runs on the
+	// Reflector's goroutine and must return quickly.
+	OnHealthChange func(Health)
 	// Rand supplies the randomness for watch timeouts and backoff jitter;
 	// defaults to a generator seeded once per Reflector. It is only used
 	// from the Reflector's loop goroutine.
@@ -95,6 +99,7 @@ type Reflector struct {
 	useWatchList      bool
 	watchErrorHandler WatchErrorHandlerWithContext
 
+	health *health
 	// pos is the resume position; the loop goroutine owns it (see rv.go).
 	pos resumePosition
 	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
@@ -157,6 +162,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		cfg = *options.Backoff
 	}
 	r.backoff = newBackoff(cfg, defaultBackoffReset)
+	r.health = newHealth(r.clock.Now(), options.OnHealthChange)
 	if r.name == "" {
 		r.name = callerName()
 	}

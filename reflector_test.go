@@ -151,7 +151,7 @@ func TestErrorsKeepTheirClass(t *testing.T) {
 	}{
 		"replace": {newScript([]listReply{{list: cmList("1", "")}}, nil), &recordingStore{fail: map[string]error{"Replace": storeErr}},
 			func(err error) bool { return errors.Is(err, storeErr) }},
-		"list forbidden": {newScript([]listReply{{err: apierrors.NewForbidden(cmGVR, "", errors.New("rbac"))}}, nil), &recordingStore{}, apierrors.IsForbidden},
+		"list forbidden":  {newScript([]listReply{{err: apierrors.NewForbidden(cmGVR, "", errors.New("rbac"))}}, nil), &recordingStore{}, apierrors.IsForbidden},
 		"watch not found": {newScript([]listReply{{list: cmList("1", "")}}, []watchReply{{err: apierrors.NewNotFound(cmGVR, "")}}), &recordingStore{}, apierrors.IsNotFound},
 	}
 	for name, tc := range cases {

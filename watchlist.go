@@ -57,6 +57,7 @@ func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
 	switch {
 	case isWatchOpenRetriable(err):
 		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
 		return c.backoffThen(ctx, phaseWatchList) != phaseDone
 	case isRVUnavailable(err):
 		c.r.pos.markUnavailable()

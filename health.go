@@ -1,0 +1,163 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// HealthState is the coarse state of a Reflector.
+type HealthState int
+
+const (
+	// Syncing: the store has not yet been filled from the server.
+	Syncing HealthState = iota
+	// Synced: the store was filled and the Reflector is watching.
+	Synced
+	// Degraded: the last attempt to list or watch failed; Reason says how.
+	Degraded
+)
+
+func (s HealthState) String() string {
+	switch s {
+	case Syncing:
+		return "Syncing"
+	case Synced:
+		return "Synced"
+	case Degraded:
+		return "Degraded"
+	}
+	return fmt.Sprintf("HealthState(%d)", int(s))
+}
+
+// DegradedReason classifies why a Reflector is Degraded.
+type DegradedReason string
+
+const (
+	ReasonNone        DegradedReason = ""
+	ReasonForbidden   DegradedReason = "Forbidden"
+	ReasonNotFound    DegradedReason = "NotFound"
+	ReasonThrottled   DegradedReason = "Throttled"
+	ReasonUnreachable DegradedReason = "Unreachable"
+	ReasonListFailing DegradedReason = "ListFailing"
+	ReasonWatchFailed DegradedReason = "WatchFailing"
+)
+
+// Health is a snapshot of a Reflector's health.
+type Health struct {
+	State HealthState
+	// Reason is set when State is Degraded.
+	Reason DegradedReason
+	// LastError is the error behind the last Degraded state; it is kept
+	// after recovery so that it can still be read.
+	LastError error
+	// Since is when State (and Reason) last changed.
+	Since time.Time
+	// HasSynced: the store has been filled at least once.
+	HasSynced bool
+}
+
+// health owns a Reflector's Health. The loop goroutine writes it; any
+// goroutine may read it or wait for a change.
+type health struct {
+	mu       sync.Mutex
+	cur      Health
+	changed  chan struct{} // closed and replaced on every change
+	onChange func(Health)
+}
+
+func newHealth(now time.Time, onChange func(Health)) *health {
+	return &health{cur: Health{State: Syncing, Since: now}, changed: make(chan struct{}), onChange: onChange}
+}
+
+func (h *health) snapshot() (Health, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur, h.changed
+}
+
+// set moves to state/reason at now; a repeat of the same state and reason
+// only refreshes LastError.
+func (h *health) set(state HealthState, reason DegradedReason, err error, now time.Time) {
+	h.mu.Lock()
+	next := h.cur
+	if err != nil {
+		next.LastError = err
+	}
+	if state == Synced {
+		next.HasSynced = true
+	}
+	if next.State != state || next.Reason != reason {
+		next.State, next.Reason, next.Since = state, reason, now
+	}
+	changed := next != h.cur
+	h.cur = next
+	if changed {
+		close(h.changed)
+		h.changed = make(chan struct{})
+	}
+	h.mu.Unlock()
+	if changed && h.onChange != nil {
+		h.onChange(next)
+	}
+}
+
+func (h *health) healthy(now time.Time) { h.set(Synced, ReasonNone, nil, now) }
+
+// failed records err, classified, as the reason for being Degraded.
+func (h *health) failed(err error, fallback DegradedReason, now time.Time) {
+	h.set(Degraded, classify(err, fallback), err, now)
+}
+
+func classify(err error, fallback DegradedReason) DegradedReason {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return ReasonForbidden
+	case apierrors.IsNotFound(err):
+		return ReasonNotFound
+	case apierrors.IsTooManyRequests(err):
+		return ReasonThrottled
+	case utilnet.IsConnectionRefused(err):
+		return ReasonUnreachable
+	}
+	return fallback
+}
+
+// Health returns the Reflector's current health. Safe from any goroutine.
+func (r *Reflector) Health() Health {
+	h, _ := r.health.snapshot()
+	return h
+}
+
+// HasSynced reports whether the store has been filled from a LIST or a
+// WatchList at least once. Safe from any goroutine.
+func (r *Reflector) HasSynced() bool { return r.Health().HasSynced }
+
+// ErrNotSynced is wrapped by WaitForSync's error when ctx ends first.
+var ErrNotSynced = errors.New("reflector has not synced")
+
+// WaitForSync blocks until the store has been filled once (nil) or ctx
+// ends. In the second case the error wraps ErrNotSynced, ctx's error and
+// the last error the Reflector met, so that, for example,
+// apierrors.IsForbidden(err) tells an RBAC problem from a slow server.
+func (r *Reflector) WaitForSync(ctx context.Context) error {
+	for {
+		h, changed := r.health.snapshot()
+		if h.HasSynced {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if h.LastError != nil {
+				return fmt.Errorf("%w (%w): last error: %w", ErrNotSynced, ctx.Err(), h.LastError)
+			}
+			return fmt.Errorf("%w: %w", ErrNotSynced, ctx.Err())
+		}
+	}
+}
