@@ -62,7 +62,7 @@ func newCycle(ctx context.Context, r *Reflector) *cycle {
 func (c *cycle) run(ctx context.Context) error {
 	defer c.close()
 	p := phaseList
-	if c.r.useWatchList {
+	if c.r.wantsWatchList(c.r.clock.Now()) {
 		p = phaseWatchList
 	}
 	for p != phaseDone {
@@ -199,8 +199,11 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case isWatchOpenRetriable(err):
 		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		return c.backoffThen(ctx, phaseWatch)
+		return c.backoffThen(ctx, phaseWatch, err)
 	default:
+		if c.r.observeWatchEnd(opts.ResourceVersion, err) {
+			c.breakStaleLoop(opts.ResourceVersion, err)
+		}
 		c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
 		c.r.health.failed(err, ReasonWatchFailed, c.r.clock.Now())
 		return phaseDone
@@ -240,10 +243,10 @@ func (c *cycle) resyncNow() bool {
 	return true
 }
 
-// backoffThen waits the next backoff delay (running due resyncs) and
-// returns next, or phaseDone if ctx ended or a resync failed.
-func (c *cycle) backoffThen(ctx context.Context, next phase) phase {
-	t := c.r.clock.NewTimer(c.r.nextBackoff())
+// backoffThen waits the next backoff delay after err (running due
+// resyncs) and returns next, or phaseDone if ctx ended or a resync failed.
+func (c *cycle) backoffThen(ctx context.Context, next phase, err error) phase {
+	t := c.r.clock.NewTimer(c.r.delayAfter(err))
 	defer t.Stop()
 	for {
 		select {
@@ -263,9 +266,13 @@ func (c *cycle) backoffThen(ctx context.Context, next phase) phase {
 // resume watching or end the cycle (so that the next one relists).
 func (c *cycle) stream(ctx context.Context) phase {
 	s := newStreamer(c, c.w, false)
+	startRV := c.r.pos.watchRV()
 	_, err := s.run(ctx)
 	c.stopWatch()
 	c.internal.observe(err, c.r.clock.Now())
+	if c.r.observeWatchEnd(startRV, err) {
+		c.breakStaleLoop(startRV, err)
+	}
 	switch {
 	case err == nil:
 		return phaseWatch
@@ -277,7 +284,7 @@ func (c *cycle) stream(ctx context.Context) phase {
 	case apierrors.IsTooManyRequests(err):
 		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", c.r.name, "type", c.r.typeDescription)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		return c.backoffThen(ctx, phaseWatch)
+		return c.backoffThen(ctx, phaseWatch, err)
 	case apierrors.IsInternalError(err) && c.internal.allows(c.r.clock.Now()):
 		c.logger.V(2).Info("Retrying watch after internal error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		return phaseWatch

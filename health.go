@@ -46,6 +46,7 @@ const (
 	ReasonUnreachable DegradedReason = "Unreachable"
 	ReasonListFailing DegradedReason = "ListFailing"
 	ReasonWatchFailed DegradedReason = "WatchFailing"
+	ReasonStaleRVLoop DegradedReason = "StaleRVLoop"
 )
 
 // Health is a snapshot of a Reflector's health.

@@ -54,6 +54,17 @@ type ReflectorOptions struct {
 	UseWatchList *bool
 	// WatchErrorHandler replaces DefaultWatchErrorHandler.
 	WatchErrorHandler WatchErrorHandlerWithContext
+	// StaleRVThreshold is how many watches in a row may fail at the same
+	// resourceVersion (expired, too large, or closed within a second with no
+	// event) before the Reflector relists with a consistent read (RV "")
+	// instead of retrying that RV. Zero means 3; negative turns the breaker
+	// off, as in client-go.
+	StaleRVThreshold int
+	// WatchListRefusalMemory is how long the Reflector keeps using LIST
+	// after a server definitively refused a WatchList request (400, 405,
+	// 406, 422, 501). Zero means for the Reflector's life; negative asks
+	// again every cycle, as client-go does.
+	WatchListRefusalMemory time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
 	// Reflector's goroutine and must return quickly.
@@ -102,6 +113,12 @@ type Reflector struct {
 	health *health
 	// pos is the resume position; the loop goroutine owns it (see rv.go).
 	pos resumePosition
+	// stale counts watches failing at one RV (see selfheal.go).
+	stale          staleStreak
+	staleThreshold int
+	// watchListMemory and watchListOffUntil remember a WatchList refusal.
+	watchListMemory   time.Duration
+	watchListOffUntil time.Time
 	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
 	// means it has no watch cache: later relists then keep paging.
 	pagedAtRV0 bool
@@ -163,6 +180,11 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	}
 	r.backoff = newBackoff(cfg, defaultBackoffReset)
 	r.health = newHealth(r.clock.Now(), options.OnHealthChange)
+	r.staleThreshold = options.StaleRVThreshold
+	if r.staleThreshold == 0 {
+		r.staleThreshold = defaultStaleRVThreshold
+	}
+	r.watchListMemory = options.WatchListRefusalMemory
 	if r.name == "" {
 		r.name = callerName()
 	}
@@ -225,10 +247,11 @@ func (r *Reflector) RunWithContext(ctx context.Context) {
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
 	defer logger.V(3).Info("Stopping reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
 	for ctx.Err() == nil {
-		if err := r.ListAndWatchWithContext(ctx); err != nil {
+		err := r.ListAndWatchWithContext(ctx)
+		if err != nil {
 			r.watchErrorHandler(ctx, r, err)
 		}
-		if !r.sleep(ctx, r.nextBackoff()) {
+		if !r.sleep(ctx, r.delayAfter(err)) {
 			return
 		}
 	}

@@ -44,6 +44,7 @@ func (c *cycle) watchList(ctx context.Context) phase {
 			continue // closed before the end bookmark: open a new stream
 		}
 		if !c.watchListRetry(ctx, err) {
+			c.r.rememberWatchListRefusal(err, c.r.clock.Now())
 			c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", c.r.name, "err", err)
 			return phaseList
 		}
@@ -58,7 +59,7 @@ func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
 	case isWatchOpenRetriable(err):
 		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		return c.backoffThen(ctx, phaseWatchList) != phaseDone
+		return c.backoffThen(ctx, phaseWatchList, err) != phaseDone
 	case isRVUnavailable(err):
 		c.r.pos.markUnavailable()
 		return true

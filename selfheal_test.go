@@ -1,0 +1,123 @@
+package cache
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// runUntilDrained runs r until lw's script runs dry and everything settles.
+func runUntilDrained(t *testing.T, r *Reflector, lw *scriptLW) {
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-lw.drained; synctest.Wait(); cancel() }()
+	r.RunWithContext(ctx)
+}
+
+func TestStaleRVLoopBreaksAfterThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A lagging watch cache: every list answers RV 10, every watch at 10
+		// is "too old". client-go would loop forever.
+		expired := watchReply{events: []watch.Event{errEvent(expiredStatus())}, closeAfter: 2 * time.Second}
+		stuck := listReply{list: cmList("10", "", cm("a", "5"))}
+		lw := newScript(
+			[]listReply{stuck, stuck, stuck, {list: cmList("50", "", cm("a", "45"))}},
+			[]watchReply{expired, expired, expired})
+		lw.noWL = true
+		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		runUntilDrained(t, r, lw)
+		calls := lw.recorded()
+		want := []string{`LIST rv="0"`, `WATCH rv="10"`, `LIST rv="10"`, `WATCH rv="10"`, `LIST rv="10"`, `WATCH rv="10"`, `LIST rv=""`, `WATCH rv="50"`}
+		if len(calls) != len(want) {
+			t.Fatalf("calls %q", calls)
+		}
+		for i := range want {
+			if !strings.HasPrefix(calls[i], want[i]) {
+				t.Fatalf("call %d = %q, want %s…; all: %q", i, calls[i], want[i], calls)
+			}
+		}
+	})
+}
+
+func TestStaleRVBreakerCanBeTurnedOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		expired := watchReply{events: []watch.Event{errEvent(expiredStatus())}, closeAfter: 2 * time.Second}
+		stuck := listReply{list: cmList("10", "", cm("a", "5"))}
+		lw := newScript([]listReply{stuck, stuck, stuck, stuck}, []watchReply{expired, expired, expired})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), StaleRVThreshold: -1})
+		runUntilDrained(t, r, lw)
+		if calls := lw.recorded(); !strings.HasPrefix(calls[6], `LIST rv="10"`) {
+			t.Fatalf("with the breaker off the fourth list stays at RV 10: %q", calls)
+		}
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		throttled := apierrors.NewTooManyRequests("busy", 45)
+		lw := &ListWatch{
+			ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
+			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				at = append(at, time.Since(start))
+				if len(at) == 1 {
+					return nil, throttled
+				}
+				return watch.NewFake(), nil
+			},
+		}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		r.RunWithContext(ctx)
+		if len(at) != 2 || at[1] != 45*time.Second {
+			t.Fatalf("watches at %v; the retry must wait the 45 s Retry-After", at)
+		}
+	})
+}
+
+func TestWatchListRefusalIsRemembered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := listReply{list: cmList("10", "", cm("a", "5"))}
+		expired := watchReply{events: []watch.Event{ev(watch.Added, cm("b", "11")), errEvent(expiredStatus())}}
+		lw := newScript([]listReply{base, base},
+			[]watchReply{{err: apierrors.NewBadRequest("unknown parameter sendInitialEvents")}, expired})
+		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		runUntilDrained(t, r, lw)
+		calls := lw.recorded()
+		if len(calls) != 5 || !strings.HasPrefix(calls[3], "LIST") {
+			t.Fatalf("the second cycle must LIST without asking for WatchList again: %q", calls)
+		}
+	})
+}
+
+func TestWatchListRefusalMemoryExpires(t *testing.T) {
+	r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: time.Minute})
+	now := time.Unix(100, 0)
+	r.rememberWatchListRefusal(apierrors.NewBadRequest("no"), now)
+	if r.wantsWatchList(now.Add(30*time.Second)) || !r.wantsWatchList(now.Add(time.Minute)) {
+		t.Fatal("WatchList must be off for exactly the configured minute")
+	}
+	r.rememberWatchListRefusal(apierrors.NewInternalError(context.Canceled), now.Add(time.Hour))
+	if !r.wantsWatchList(now.Add(time.Hour)) {
+		t.Fatal("a transient failure is not a refusal")
+	}
+	r = NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: -1})
+	r.rememberWatchListRefusal(apierrors.NewBadRequest("no"), now)
+	if !r.wantsWatchList(now) {
+		t.Fatal("a negative memory must ask again every cycle")
+	}
+}
