@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +48,8 @@ type cycle struct {
 	fromSynthetic bool
 	internal      retryWindow
 	resync        *resyncTimer
+	// stalled: the last watch stalled and no data has flowed since.
+	stalled bool
 	// err is what ListAndWatch returns.
 	err error
 }
@@ -194,7 +197,9 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		return phaseDone
 	case err == nil:
 		c.w = w
-		c.r.health.healthy(c.r.clock.Now())
+		if !c.stalled {
+			c.r.health.healthy(c.r.clock.Now())
+		}
 		return phaseStream
 	case isWatchOpenRetriable(err):
 		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
@@ -230,6 +235,14 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 			w, err := o.result()
 			return w, err, true
 		}
+	}
+}
+
+// flowing is told that a watch delivered events; it ends a Stalled state.
+func (c *cycle) flowing() {
+	if c.stalled {
+		c.stalled = false
+		c.r.health.healthy(c.r.clock.Now())
 	}
 }
 
@@ -285,6 +298,11 @@ func (c *cycle) stream(ctx context.Context) phase {
 		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", c.r.name, "type", c.r.typeDescription)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
 		return c.backoffThen(ctx, phaseWatch, err)
+	case errors.Is(err, ErrWatchStalled):
+		c.logger.Info("Watch stalled, re-watching", "reflector", c.r.name, "type", c.r.typeDescription, "window", c.r.stallWindow)
+		c.stalled = true
+		c.r.health.set(Degraded, ReasonStalled, err, c.r.clock.Now())
+		return phaseWatch
 	case apierrors.IsInternalError(err) && c.internal.allows(c.r.clock.Now()):
 		c.logger.V(2).Info("Retrying watch after internal error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		return phaseWatch

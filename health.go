@@ -47,6 +47,7 @@ const (
 	ReasonListFailing DegradedReason = "ListFailing"
 	ReasonWatchFailed DegradedReason = "WatchFailing"
 	ReasonStaleRVLoop DegradedReason = "StaleRVLoop"
+	ReasonStalled     DegradedReason = "Stalled"
 )
 
 // Health is a snapshot of a Reflector's health.

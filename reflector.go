@@ -65,6 +65,11 @@ type ReflectorOptions struct {
 	// 406, 422, 501). Zero means for the Reflector's life; negative asks
 	// again every cycle, as client-go does.
 	WatchListRefusalMemory time.Duration
+	// StallWindow: once a watch has delivered a bookmark, silence (no event
+	// and no bookmark) for this long ends it as stalled and the Reflector
+	// re-watches from the last resourceVersion. Zero means 3 minutes;
+	// negative turns detection off.
+	StallWindow time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
 	// Reflector's goroutine and must return quickly.
@@ -119,6 +124,7 @@ type Reflector struct {
 	// watchListMemory and watchListOffUntil remember a WatchList refusal.
 	watchListMemory   time.Duration
 	watchListOffUntil time.Time
+	stallWindow       time.Duration
 	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
 	// means it has no watch cache: later relists then keep paging.
 	pagedAtRV0 bool
@@ -185,6 +191,10 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		r.staleThreshold = defaultStaleRVThreshold
 	}
 	r.watchListMemory = options.WatchListRefusalMemory
+	r.stallWindow = options.StallWindow
+	if r.stallWindow == 0 {
+		r.stallWindow = defaultStallWindow
+	}
 	if r.name == "" {
 		r.name = callerName()
 	}

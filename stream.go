@@ -33,10 +33,14 @@ type streamer struct {
 	pastSynthetic bool
 	rvUpdater     ResourceVersionUpdater
 	bookmarks     ReflectorBookmarkStore
+	stall         stallDetector
+	// sawBookmark: the last burst held a bookmark.
+	sawBookmark bool
 }
 
 func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 	s := &streamer{c: c, w: w, start: c.wStart}
+	s.stall = stallDetector{clock: c.r.clock, window: c.r.stallWindow}
 	if watchList {
 		s.initial = newInitialEvents(c.r.store)
 		return s
@@ -52,11 +56,16 @@ func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 // the initial-events-end bookmark arrives (true, nil).
 func (s *streamer) run(ctx context.Context) (bool, error) {
 	defer s.c.r.pos.publish()
+	defer s.stall.stop()
 	ch := s.w.ResultChan()
 	for {
 		select {
 		case <-ctx.Done():
 			return s.endReached, errStopRequested
+		case <-s.stall.C():
+			if s.stall.stalled() {
+				return s.endReached, ErrWatchStalled
+			}
 		case <-s.resyncC():
 			if err := s.c.resync.fire(s.c.r.store, s.c.r.ShouldResync); err != nil {
 				return s.endReached, fmt.Errorf("store resync failed: %w", err)
@@ -66,6 +75,9 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 				return s.endReached, err
 			}
 			s.c.r.pos.publish()
+			s.stall.activity(s.sawBookmark)
+			s.sawBookmark = false
+			s.c.flowing()
 		}
 	}
 }
@@ -178,6 +190,7 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 		err = s.sink().Delete(ev.Object)
 	case watch.Bookmark:
 		s.pastSynthetic = true
+		s.sawBookmark = true
 		err = s.bookmark(obj)
 	default:
 		err = fmt.Errorf("unknown watch event type %q", ev.Type)
