@@ -156,7 +156,7 @@ func TestClientGoDeltaFIFOFedByOurReflector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := []string{"Replaced ns/a@1", "Added ns/b@2"}; !slices.Equal(popped, want) {
+	if want := []string{"Sync ns/a@1", "Added ns/b@2"}; !slices.Equal(popped, want) {
 		t.Fatalf("popped %q, want %q", popped, want)
 	}
 }
