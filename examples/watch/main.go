@@ -45,7 +45,7 @@ func main() {
 	var cfg config
 	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to run the workload (demo) or to watch (cluster)")
 	flag.IntVar(&cfg.objects, "objects", 200, "how many ConfigMaps the demo workload keeps around")
-	flag.Float64Var(&cfg.faultRate, "fault-rate", 0.5, "average faults injected per second (demo)")
+	flag.Float64Var(&cfg.faultRate, "fault-rate", 1, "average faults injected per second (demo)")
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "watch the cluster of this kubeconfig read-only instead of the demo server")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the demo workload")
 	flag.Usage = func() {
