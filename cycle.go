@@ -103,24 +103,34 @@ func (c *cycle) stopWatch() {
 	}
 }
 
-// synced is called once the store holds the server's state: the watch
-// phases begin and with them the resync timer.
-func (c *cycle) synced() {
-	c.logger.V(2).Info("Caches populated", "type", c.r.typeDescription, "reflector", c.r.name)
-	c.resync = startResync(c.r.clock, c.r.resyncPeriod)
-	c.r.health.healthy(c.r.clock.Now())
+// synced is called once the store holds the server's state at rv, from a
+// sync of items objects that began at start: the watch phases begin and
+// with them the resync timer.
+func (c *cycle) synced(rv string, items int, start time.Time) {
+	r := c.r
+	now := r.clock.Now()
+	c.logger.V(2).Info("Caches populated", "type", r.typeDescription, "reflector", r.name)
+	r.pos.synced(rv)
+	r.stats.resourceVersion(rv)
+	r.stats.synced(items, now.Sub(start), now)
+	// Unless a watch end says otherwise, the next sync follows an error.
+	r.listCause = ListWatchError
+	c.resync = startResync(r.clock, r.resyncPeriod)
+	r.health.healthy(now)
 }
 
 // list runs phaseList.
 func (c *cycle) list(ctx context.Context) phase {
 	r := c.r
+	start := r.clock.Now()
+	cause := r.takeListCause()
 	opts := metav1.ListOptions{ResourceVersion: r.pos.listRV()}
 	pageSize := r.pageSizeFor(opts.ResourceVersion)
-	res, err, ok := c.listOnce(ctx, opts, pageSize)
+	res, err, ok := c.listOnce(ctx, opts, pageSize, cause)
 	if ok && isRVUnavailable(err) {
 		// The RV is compacted away or not reached yet: read the latest.
 		r.pos.markUnavailable()
-		res, err, ok = c.listOnce(ctx, metav1.ListOptions{ResourceVersion: r.pos.listRV()}, pageSize)
+		res, err, ok = c.listOnce(ctx, metav1.ListOptions{ResourceVersion: r.pos.listRV()}, pageSize, unavailableCause(err))
 	}
 	if !ok {
 		return phaseDone
@@ -139,16 +149,15 @@ func (c *cycle) list(ctx context.Context) phase {
 		r.health.failed(c.err, ReasonListFailing, r.clock.Now())
 		return phaseDone
 	}
-	r.pos.synced(res.resourceVersion)
-	c.synced()
+	c.synced(res.resourceVersion, len(res.items), start)
 	return phaseWatch
 }
 
-// listOnce runs one paginated LIST in its own goroutine; ok is false when
-// ctx ended first.
-func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize int64) (listed, error, bool) {
+// listOnce runs one paginated LIST in its own goroutine and counts it
+// under cause; ok is false when ctx ended first.
+func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize int64, cause ListCause) (listed, error, bool) {
 	call := startCall(func() (listed, error) {
-		return listPages(ctx, c.r.lw, opts, pageSize)
+		return pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()}.list(ctx, opts)
 	}, nil)
 	select {
 	case <-ctx.Done():
@@ -156,6 +165,7 @@ func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize 
 		return listed{}, nil, false
 	case o := <-call.done:
 		res, err := o.result()
+		c.r.stats.listed(cause, res.pageRetries)
 		return res, err, true
 	}
 }
@@ -197,6 +207,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		return phaseDone
 	case err == nil:
 		c.w = w
+		c.r.stats.watchOpened()
 		if !c.stalled {
 			c.r.health.healthy(c.r.clock.Now())
 		}
@@ -204,8 +215,10 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case isWatchOpenRetriable(err):
 		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
+		c.r.watchEnded(err)
 		return c.backoffThen(ctx, phaseWatch, err)
 	default:
+		c.r.watchEnded(err)
 		if c.r.observeWatchEnd(opts.ResourceVersion, err) {
 			c.breakStaleLoop(opts.ResourceVersion, err)
 		}
@@ -250,7 +263,8 @@ func (c *cycle) flowing() {
 func (c *cycle) resyncNow() bool {
 	c.logger.V(4).Info("Forcing resync", "reflector", c.r.name)
 	if err := c.resync.fire(c.r.store, c.r.ShouldResync); err != nil {
-		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", fmt.Errorf("store resync failed: %w", err))
+		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		c.r.watchEnded(err)
 		return false
 	}
 	return true
@@ -283,6 +297,9 @@ func (c *cycle) stream(ctx context.Context) phase {
 	_, err := s.run(ctx)
 	c.stopWatch()
 	c.internal.observe(err, c.r.clock.Now())
+	if err != errStopRequested {
+		c.r.watchEnded(err)
+	}
 	if c.r.observeWatchEnd(startRV, err) {
 		c.breakStaleLoop(startRV, err)
 	}

@@ -99,5 +99,9 @@ func isWatchOpenRetriable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }
 
+// errStoreResync wraps an error from the store's Resync, which ends the
+// watch it interrupted (and with it the cycle).
+var errStoreResync = errors.New("store resync failed")
+
 // errStopRequested marks the end of a cycle because the context ended.
 var errStopRequested = errors.New("stop requested")

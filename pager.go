@@ -23,16 +23,27 @@ type listed struct {
 	resourceVersion string
 	// paged says the server split the answer into more than one page.
 	paged bool
+	// pageRetries counts pages retried after transient errors.
+	pageRetries int
 }
 
-// listPages LISTs with opts, following continue tokens, and gathers the
-// items. pageSize is the Limit when opts has none (0: no paging). Each item
-// is copied out of its page, so the store never pins whole pages. If a
-// continue token expires, it falls back to one unpaginated LIST at the
-// original resourceVersion.
-func listPages(ctx context.Context, l ListerWithContext, opts metav1.ListOptions, pageSize int64) (listed, error) {
+// pager runs paginated LISTs.
+type pager struct {
+	lister ListerWithContext
+	// pageSize is the Limit when the options have none (0: no paging).
+	pageSize int64
+	// retry, if not nil, retries continued pages after transient errors.
+	retry *pageRetry
+}
+
+// list LISTs with opts, following continue tokens, and gathers the items.
+// Each item is copied out of its page, so the store never pins whole pages.
+// A continued page that fails transiently is retried from its token (see
+// pageRetry); if a continue token expires, list falls back to one
+// unpaginated LIST at the original resourceVersion.
+func (p pager) list(ctx context.Context, opts metav1.ListOptions) (listed, error) {
 	if opts.Limit == 0 {
-		opts.Limit = pageSize
+		opts.Limit = p.pageSize
 	}
 	first := opts
 	var out listed
@@ -40,13 +51,18 @@ func listPages(ctx context.Context, l ListerWithContext, opts metav1.ListOptions
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		page, err := l.ListWithContext(ctx, opts)
+		page, err := p.lister.ListWithContext(ctx, opts)
 		if err != nil {
+			if opts.Continue != "" && p.retry.wait(ctx, err) {
+				out.pageRetries++
+				continue
+			}
 			if opts.Continue == "" || !apierrors.IsResourceExpired(err) {
 				return out, err
 			}
-			return listUnpaged(ctx, l, first, out.paged)
+			return p.listUnpaged(ctx, first, out)
 		}
+		p.retry.succeeded()
 		next, err := out.addPage(page)
 		if err != nil || next == "" {
 			return out, err
@@ -58,11 +74,12 @@ func listPages(ctx context.Context, l ListerWithContext, opts metav1.ListOptions
 	}
 }
 
-// listUnpaged is the fallback after an expired continue token.
-func listUnpaged(ctx context.Context, l ListerWithContext, opts metav1.ListOptions, paged bool) (listed, error) {
+// listUnpaged is the fallback after an expired continue token; it starts
+// the gathering over, keeping only what partial says of the pages so far.
+func (p pager) listUnpaged(ctx context.Context, opts metav1.ListOptions, partial listed) (listed, error) {
 	opts.Limit, opts.Continue = 0, ""
-	page, err := l.ListWithContext(ctx, opts)
-	out := listed{paged: paged}
+	page, err := p.lister.ListWithContext(ctx, opts)
+	out := listed{paged: partial.paged, pageRetries: partial.pageRetries}
 	if err != nil {
 		return out, err
 	}

@@ -78,6 +78,16 @@ type ReflectorOptions struct {
 	// defaults to a generator seeded once per Reflector. It is only used
 	// from the Reflector's loop goroutine.
 	Rand *rand.Rand
+	// ListPageRetries is how many times in a row a page after the first of
+	// a paginated LIST is asked for again, from its continue token, when it
+	// fails with a transient error (connection refused or reset, 429, 5xx,
+	// timeout), waiting with the Reflector's backoff (and at least as long
+	// as a Retry-After) in between. Zero means 6; negative turns retries
+	// off, as in client-go, where such a failure starts the LIST over.
+	ListPageRetries int
+	// Metrics, if set, receives the Reflector's metrics while it runs (see
+	// MetricsProvider); Stats works without it.
+	Metrics MetricsProvider
 }
 
 // Reflector watches a resource and reflects every change into a store.
@@ -109,13 +119,22 @@ type Reflector struct {
 	clock  clock.Clock
 	rand   *rand.Rand
 
-	resyncPeriod      time.Duration
-	minWatchTimeout   time.Duration
-	backoff           *backoff
+	resyncPeriod    time.Duration
+	minWatchTimeout time.Duration
+	backoff         *backoff
+	backoffConfig   wait.Backoff
+	// pageRetries is the page retry limit of LISTs; negative for none.
+	pageRetries       int
 	useWatchList      bool
 	watchErrorHandler WatchErrorHandlerWithContext
 
 	health *health
+	stats  *statsRecorder
+	// metrics receives a run's metrics; nil for none.
+	metrics MetricsProvider
+	// listCause is why the next sync happens; the loop goroutine sets it
+	// wherever a watch or sync ends (see stats.go).
+	listCause ListCause
 	// pos is the resume position; the loop goroutine owns it (see rv.go).
 	pos resumePosition
 	// stale counts watches failing at one RV (see selfheal.go).
@@ -167,6 +186,8 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		minWatchTimeout:   max(options.MinWatchTimeout, defaultMinWatchTimeout),
 		watchErrorHandler: options.WatchErrorHandler,
 		useWatchList:      options.UseWatchList == nil || *options.UseWatchList,
+		metrics:           options.Metrics,
+		listCause:         ListInitial,
 	}
 	if watchListUnsupported(lw) {
 		r.useWatchList = false
@@ -184,8 +205,14 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	if options.Backoff != nil {
 		cfg = *options.Backoff
 	}
+	r.backoffConfig = cfg
 	r.backoff = newBackoff(cfg, defaultBackoffReset)
+	r.pageRetries = options.ListPageRetries
+	if r.pageRetries == 0 {
+		r.pageRetries = defaultPageRetries
+	}
 	r.health = newHealth(r.clock.Now(), options.OnHealthChange)
+	r.stats = newStatsRecorder(r.clock)
 	r.staleThreshold = options.StaleRVThreshold
 	if r.staleThreshold == 0 {
 		r.staleThreshold = defaultStaleRVThreshold
@@ -242,6 +269,10 @@ func (r *Reflector) TypeDescription() string { return r.typeDescription }
 // events of one burst.
 func (r *Reflector) LastSyncResourceVersion() string { return r.pos.snapshot() }
 
+// Stats returns a snapshot of what the Reflector has done since it was
+// created. Safe from any goroutine.
+func (r *Reflector) Stats() Stats { return r.stats.snapshot() }
+
 // Run is RunWithContext with a context that ends when stopCh closes.
 func (r *Reflector) Run(stopCh <-chan struct{}) {
 	r.RunWithContext(wait.ContextForChannel(stopCh))
@@ -249,13 +280,17 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 
 // RunWithContext lists and watches until ctx ends, backing off between
 // cycles, and returns once ctx has ended. Errors that end a cycle go to the
-// WatchErrorHandler. A ListerWatcher call that ignores ctx may still be
-// running when RunWithContext returns; the goroutine waiting for it exits
-// (stopping any watch it returns) as soon as the call does.
+// WatchErrorHandler. The run's metrics (ReflectorOptions.Metrics) are
+// deleted before it returns. A ListerWatcher call that ignores ctx may
+// still be running when RunWithContext returns; the goroutine waiting for
+// it exits (stopping any watch it returns) as soon as the call does.
 func (r *Reflector) RunWithContext(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
 	defer logger.V(3).Info("Stopping reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
+	if r.stats.openMetrics(r.metrics, r.name) {
+		defer r.stats.closeMetrics()
+	}
 	for ctx.Err() == nil {
 		err := r.ListAndWatchWithContext(ctx)
 		if err != nil {
@@ -277,9 +312,14 @@ func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
 // server's current state (WatchList or LIST), then watches until the watch
 // can no longer be resumed or ctx ends. It returns an error when the cycle
 // could not get as far as watching (or the watch could not be opened), and
-// nil otherwise, including when ctx ends.
+// nil otherwise, including when ctx ends. Called on its own (not from
+// Run), it opens and deletes its own metrics.
 func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
+	r.stats.begin(r.clock.Now())
+	if r.stats.openMetrics(r.metrics, r.name) {
+		defer r.stats.closeMetrics()
+	}
 	c := newCycle(ctx, r)
 	return c.run(ctx)
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -32,12 +33,12 @@ func (t *resyncTimer) C() <-chan time.Time {
 }
 
 // fire runs one due resync: store.Resync unless shouldResync says no, then
-// arms the timer for the next period. A Resync error is returned and the
-// timer is not re-armed.
+// arms the timer for the next period. A Resync error is returned wrapped in
+// errStoreResync, and the timer is not re-armed.
 func (t *resyncTimer) fire(store ReflectorStore, shouldResync func() bool) error {
 	if shouldResync == nil || shouldResync() {
 		if err := store.Resync(); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errStoreResync, err)
 		}
 	}
 	t.timer.Reset(t.period)

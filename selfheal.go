@@ -50,6 +50,7 @@ func (r *Reflector) observeWatchEnd(rv string, err error) bool {
 // breakStaleLoop makes the next list a consistent read and says why.
 func (c *cycle) breakStaleLoop(rv string, err error) {
 	c.r.pos.markUnavailable()
+	c.r.listCause = ListStaleRVBreaker
 	c.logger.Info("Watches keep failing at the same resourceVersion; relisting with a consistent read", "reflector", c.r.name, "resourceVersion", rv, "err", err)
 	c.r.health.set(Degraded, ReasonStaleRVLoop, err, c.r.clock.Now())
 }
@@ -82,12 +83,5 @@ func (r *Reflector) wantsWatchList(now time.Time) bool {
 // delayAfter is the backoff delay before retrying after err, stretched to
 // the server's Retry-After when a 429 carries one.
 func (r *Reflector) delayAfter(err error) time.Duration {
-	d := r.nextBackoff()
-	if !apierrors.IsTooManyRequests(err) {
-		return d
-	}
-	if secs, ok := apierrors.SuggestsClientDelay(err); ok {
-		d = max(d, time.Duration(secs)*time.Second)
-	}
-	return d
+	return stretchToRetryAfter(r.nextBackoff(), err)
 }

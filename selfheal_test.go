@@ -45,6 +45,7 @@ func TestStaleRVLoopBreaksAfterThreshold(t *testing.T) {
 				t.Fatalf("call %d = %q, want %s…; all: %q", i, calls[i], want[i], calls)
 			}
 		}
+		checkCounts(t, "Lists", r.Stats().Lists, map[ListCause]uint64{ListInitial: 1, ListExpired: 2, ListStaleRVBreaker: 1}, ListCauses)
 	})
 }
 

@@ -34,8 +34,8 @@ type streamer struct {
 	rvUpdater     ResourceVersionUpdater
 	bookmarks     ReflectorBookmarkStore
 	stall         stallDetector
-	// sawBookmark: the last burst held a bookmark.
-	sawBookmark bool
+	// batch counts the events of the current burst for the stats.
+	batch eventBatch
 }
 
 func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
@@ -55,7 +55,7 @@ func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 // (errStopRequested), a resync fails (its error), or, in WatchList mode,
 // the initial-events-end bookmark arrives (true, nil).
 func (s *streamer) run(ctx context.Context) (bool, error) {
-	defer s.c.r.pos.publish()
+	defer s.endBurst()
 	defer s.stall.stop()
 	ch := s.w.ResultChan()
 	for {
@@ -68,17 +68,26 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 			}
 		case <-s.resyncC():
 			if err := s.c.resync.fire(s.c.r.store, s.c.r.ShouldResync); err != nil {
-				return s.endReached, fmt.Errorf("store resync failed: %w", err)
+				return s.endReached, err
 			}
 		case ev, open := <-ch:
 			if done, err := s.drain(ev, open, ch); done || err != nil {
 				return s.endReached, err
 			}
-			s.c.r.pos.publish()
-			s.stall.activity(s.sawBookmark)
-			s.sawBookmark = false
+			s.stall.activity(s.batch.bookmark)
+			s.endBurst()
 			s.c.flowing()
 		}
+	}
+}
+
+// endBurst publishes what a burst of events changed: the resume position
+// and the stats.
+func (s *streamer) endBurst() {
+	r := s.c.r
+	r.pos.publish()
+	if s.batch != (eventBatch{}) {
+		r.stats.flush(&s.batch, r.pos.last, r.clock.Now())
 	}
 }
 
@@ -122,12 +131,15 @@ func (s *streamer) closed() error {
 // skipped; an ERROR event ends the watch with the server's status.
 func (s *streamer) apply(ev watch.Event) error {
 	if ev.Type == watch.Error {
+		s.batch.add(watch.Error)
 		return fmt.Errorf("watch of %v: %w", s.c.r.typeDescription, apierrors.FromObject(ev.Object))
 	}
 	obj, ok := s.accept(ev)
 	if !ok {
+		s.batch.add(EventDropped)
 		return nil
 	}
+	s.batch.add(ev.Type)
 	s.dispatch(ev, obj)
 	rv := obj.GetResourceVersion()
 	if s.initial != nil {
@@ -190,7 +202,6 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 		err = s.sink().Delete(ev.Object)
 	case watch.Bookmark:
 		s.pastSynthetic = true
-		s.sawBookmark = true
 		err = s.bookmark(obj)
 	default:
 		err = fmt.Errorf("unknown watch event type %q", ev.Type)

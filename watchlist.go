@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,40 +17,56 @@ import (
 // again; an unavailable RV retries at RV ""; anything else falls back to LIST.
 func (c *cycle) watchList(ctx context.Context) phase {
 	for ctx.Err() == nil {
-		opts := metav1.ListOptions{
-			ResourceVersion:      c.r.pos.watchListRV(),
-			AllowWatchBookmarks:  true,
-			SendInitialEvents:    ptr.To(true),
-			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-			TimeoutSeconds:       c.r.watchTimeout(),
-		}
-		c.wStart = c.r.clock.Now()
-		w, err, ok := c.startWatch(ctx, opts)
-		if !ok {
-			return phaseDone
-		}
-		var s *streamer
-		if err == nil {
-			s = newStreamer(c, w, true)
-			var complete bool
-			if complete, err = s.run(ctx); err == nil && complete {
-				return c.watchListSynced(w, s.initial)
-			}
-			w.Stop()
-			if err == errStopRequested {
-				return phaseDone
-			}
-		}
-		if err == nil {
-			continue // closed before the end bookmark: open a new stream
-		}
-		if !c.watchListRetry(ctx, err) {
-			c.r.rememberWatchListRefusal(err, c.r.clock.Now())
-			c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", c.r.name, "err", err)
-			return phaseList
+		if next, again := c.watchListOnce(ctx); !again {
+			return next
 		}
 	}
 	return phaseDone
+}
+
+// watchListOnce makes one WatchList attempt. It returns the next phase, or
+// again when another attempt should follow.
+func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
+	r := c.r
+	start := r.clock.Now()
+	cause := r.takeListCause()
+	r.stats.watchListed(cause)
+	opts := metav1.ListOptions{
+		ResourceVersion:      r.pos.watchListRV(),
+		AllowWatchBookmarks:  true,
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		TimeoutSeconds:       r.watchTimeout(),
+	}
+	c.wStart = start
+	w, err, ok := c.startWatch(ctx, opts)
+	if !ok {
+		return phaseDone, false
+	}
+	if err == nil {
+		r.stats.watchOpened()
+		s := newStreamer(c, w, true)
+		var complete bool
+		if complete, err = s.run(ctx); err == nil && complete {
+			return c.watchListSynced(w, s.initial, start), false
+		}
+		w.Stop()
+		if err == errStopRequested {
+			return phaseDone, false
+		}
+	}
+	r.watchEnded(err)
+	if err == nil {
+		r.listCause = ListRetry
+		return phaseWatchList, true // closed before the end bookmark
+	}
+	if c.watchListRetry(ctx, err) {
+		return phaseWatchList, true
+	}
+	r.rememberWatchListRefusal(err, r.clock.Now())
+	r.listCause = ListWatchListFallback
+	c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", r.name, "err", err)
+	return phaseList, false
 }
 
 // watchListRetry decides whether a failed WatchList is tried again, and
@@ -59,6 +76,7 @@ func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
 	case isWatchOpenRetriable(err):
 		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
+		c.r.listCause = ListRetry
 		return c.backoffThen(ctx, phaseWatchList, err) != phaseDone
 	case isRVUnavailable(err):
 		c.r.pos.markUnavailable()
@@ -70,16 +88,17 @@ func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
 
 // watchListSynced Replaces the store with the streamed state and keeps w
 // open as the cycle's watch. If Replace fails the cycle falls back to LIST.
-func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents) phase {
+func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start time.Time) phase {
 	rv := initial.resourceVersion
 	c.r.pos.unavailable = false
-	if err := c.r.store.Replace(initial.take(), rv); err != nil {
+	items := initial.take()
+	if err := c.r.store.Replace(items, rv); err != nil {
 		w.Stop()
 		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST.", "reflector", c.r.name, "err", fmt.Errorf("unable to sync watch-list result: %w", err))
+		c.r.listCause = ListRetry
 		return phaseList
 	}
-	c.r.pos.synced(rv)
-	c.synced()
+	c.synced(rv, len(items), start)
 	c.w = w
 	c.fromSynthetic = false
 	c.wStart = c.r.clock.Now()

@@ -1,0 +1,141 @@
+package cache
+
+import (
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// ListCause says why the Reflector fetched the whole state of its resource
+// (by LIST or by WatchList). The set is fixed; it labels metrics.
+type ListCause string
+
+const (
+	// ListInitial: the first sync of the Reflector.
+	ListInitial ListCause = "initial"
+	// ListExpired: the resourceVersion to resume from was compacted away.
+	ListExpired ListCause = "expired"
+	// ListTooLarge: the server had not caught up with the resourceVersion.
+	ListTooLarge ListCause = "too_large"
+	// ListShortWatch: a watch closed within a second with no event.
+	ListShortWatch ListCause = "short_watch"
+	// ListWatchListFallback: the server refused a WatchList stream.
+	ListWatchListFallback ListCause = "watch_list_fallback"
+	// ListStaleRVBreaker: watches kept failing at one resourceVersion and
+	// the loop breaker asked for a consistent read.
+	ListStaleRVBreaker ListCause = "stale_rv_breaker"
+	// ListWatchError: the watch ended with another error (opening it failed,
+	// internal errors outlived MaxInternalErrorRetryDuration, a store
+	// Resync failed, or an unclassified error).
+	ListWatchError ListCause = "watch_error"
+	// ListRetry: the previous attempt to sync failed and is repeated.
+	ListRetry ListCause = "retry"
+)
+
+// ListCauses is every ListCause, in a fixed order.
+var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry}
+
+// WatchEndCause says why a watch ended, or failed to open, while the
+// Reflector was running.
+// The set is fixed; it labels metrics.
+type WatchEndCause string
+
+const (
+	// WatchClosed: the server closed the watch normally (for example at
+	// its timeout); the Reflector resumes from the last resourceVersion.
+	WatchClosed   WatchEndCause = "closed"
+	WatchExpired  WatchEndCause = "expired"
+	WatchTooLarge WatchEndCause = "too_large"
+	// WatchVeryShort: closed within a second with no event.
+	WatchVeryShort WatchEndCause = "very_short"
+	// WatchThrottled: 429 when opening or on the stream.
+	WatchThrottled WatchEndCause = "throttled"
+	// WatchUnreachable: the connection was refused when opening.
+	WatchUnreachable WatchEndCause = "unreachable"
+	// WatchInternalError: a 500 on the stream.
+	WatchInternalError WatchEndCause = "internal_error"
+	// WatchStalled: silent past the stall window after bookmarks.
+	WatchStalled WatchEndCause = "stalled"
+	// WatchResyncFailed: the store's Resync returned an error.
+	WatchResyncFailed WatchEndCause = "resync_failed"
+	// WatchFailed: any other error, including failing to open the watch.
+	WatchFailed WatchEndCause = "error"
+)
+
+// WatchEndCauses is every WatchEndCause, in a fixed order.
+var WatchEndCauses = []WatchEndCause{WatchClosed, WatchExpired, WatchTooLarge, WatchVeryShort, WatchThrottled, WatchUnreachable, WatchInternalError, WatchStalled, WatchResyncFailed, WatchFailed}
+
+// EventDropped labels watch events the Reflector skipped because they
+// carried an object it cannot store (see ErrUnexpectedObject).
+const EventDropped watch.EventType = "DROPPED"
+
+// EventTypes is every event type counted in Stats.Events, in a fixed order.
+var EventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error, EventDropped}
+
+// takeListCause returns why the sync about to start happens. Until that
+// sync succeeds, a further attempt counts as a retry.
+func (r *Reflector) takeListCause() ListCause {
+	cause := r.listCause
+	r.listCause = ListRetry
+	return cause
+}
+
+// unavailableCause is the cause of a sync repeated at RV "" because the
+// resourceVersion asked for could not be served (err).
+func unavailableCause(err error) ListCause {
+	if isTooLargeResourceVersionError(err) {
+		return ListTooLarge
+	}
+	return ListExpired
+}
+
+// watchEndCause classifies how a watch ended (or failed to open); nil is
+// a normal close.
+func watchEndCause(err error) WatchEndCause {
+	var short *VeryShortWatchError
+	switch {
+	case err == nil:
+		return WatchClosed
+	case isExpiredError(err):
+		return WatchExpired
+	case isTooLargeResourceVersionError(err):
+		return WatchTooLarge
+	case errors.As(err, &short):
+		return WatchVeryShort
+	case apierrors.IsTooManyRequests(err):
+		return WatchThrottled
+	case utilnet.IsConnectionRefused(err):
+		return WatchUnreachable
+	case errors.Is(err, ErrWatchStalled):
+		return WatchStalled
+	case errors.Is(err, errStoreResync):
+		return WatchResyncFailed
+	case apierrors.IsInternalError(err):
+		return WatchInternalError
+	}
+	return WatchFailed
+}
+
+// relistCause is the cause of the sync that follows a watch that ended
+// for c, should the cycle end there.
+func relistCause(c WatchEndCause) ListCause {
+	switch c {
+	case WatchExpired:
+		return ListExpired
+	case WatchTooLarge:
+		return ListTooLarge
+	case WatchVeryShort:
+		return ListShortWatch
+	}
+	return ListWatchError
+}
+
+// watchEnded records how a watch ended (err, never errStopRequested) and
+// what the next sync would be for.
+func (r *Reflector) watchEnded(err error) {
+	cause := watchEndCause(err)
+	r.stats.watchEnded(cause)
+	r.listCause = relistCause(cause)
+}

@@ -1,0 +1,185 @@
+package cache
+
+import "time"
+
+// CounterMetric is a monotonically increasing value. prometheus.Counter and
+// *expvar.Float satisfy it.
+type CounterMetric interface {
+	Add(delta float64)
+}
+
+// GaugeMetric is a value that goes up and down. prometheus.Gauge and
+// *expvar.Float satisfy it.
+type GaugeMetric interface {
+	Set(value float64)
+}
+
+// MetricsProvider creates the metrics of Reflectors. The package depends on
+// no metrics library: an adapter of a few lines connects it to Prometheus,
+// expvar or anything else (see examples/metrics).
+//
+// Every series is labelled with the reflector's name, the only free label;
+// a metric has at most one more label, whose values come from a fixed set
+// (MetricDescs lists them), so the number of series is bounded.
+type MetricsProvider interface {
+	// NewReflectorMetrics is called when a Reflector's Run (or a
+	// ListAndWatch called on its own) starts, with the reflector's name.
+	// The result serves that run only: the Reflector calls its Delete when
+	// the run ends, and the provider then drops every series of the run.
+	NewReflectorMetrics(reflector string) ReflectorMetrics
+}
+
+// ReflectorMetrics hands out the metrics of one Reflector run. Its methods
+// are called from the Reflector's goroutine only; the metrics it returns
+// must be safe to read from others (a scrape) while they are written.
+type ReflectorMetrics interface {
+	// Counter returns the counter for metric with the given value of its
+	// label ("" for a metric without one). Called once per series, when
+	// the run starts; nil means the provider does not want that series.
+	Counter(metric string, labelValue string) CounterMetric
+	// Gauge returns the gauge for metric, or nil. Called once per series.
+	Gauge(metric string) GaugeMetric
+	// Delete removes every series of this run; nothing is written after.
+	Delete()
+}
+
+// Metric names. Durations are in seconds and times are Unix seconds.
+const (
+	MetricLists                 = "reflector_lists_total"
+	MetricWatchLists            = "reflector_watch_lists_total"
+	MetricListPageRetries       = "reflector_list_page_retries_total"
+	MetricListItems             = "reflector_list_items_total"
+	MetricLastListItems         = "reflector_last_list_items"
+	MetricLastListDuration      = "reflector_last_list_duration_seconds"
+	MetricInitialSyncDuration   = "reflector_initial_sync_duration_seconds"
+	MetricWatches               = "reflector_watches_total"
+	MetricWatchEnds             = "reflector_watch_ends_total"
+	MetricEvents                = "reflector_events_total"
+	MetricLastResourceVersion   = "reflector_last_resource_version"
+	MetricLastEventTimestamp    = "reflector_last_event_timestamp_seconds"
+	MetricLastBookmarkTimestamp = "reflector_last_bookmark_timestamp_seconds"
+)
+
+// MetricKind says whether a metric is a counter or a gauge.
+type MetricKind int
+
+const (
+	Counter MetricKind = iota
+	Gauge
+)
+
+// MetricDesc describes one metric a Reflector reports.
+type MetricDesc struct {
+	Name string
+	Kind MetricKind
+	Help string
+	// Label is the name of the metric's one label besides "reflector",
+	// or "" if it has none; LabelValues is its fixed set of values.
+	Label       string
+	LabelValues []string
+}
+
+// MetricDescs describes every metric, so that an adapter can declare them
+// (with help text and label names) before any Reflector runs.
+var MetricDescs = []MetricDesc{
+	{Name: MetricLists, Kind: Counter, Help: "LISTs of the whole resource requested (a paginated LIST counts once), by cause.", Label: "cause", LabelValues: causeNames(ListCauses)},
+	{Name: MetricWatchLists, Kind: Counter, Help: "WatchList streams requested, by cause.", Label: "cause", LabelValues: causeNames(ListCauses)},
+	{Name: MetricListPageRetries, Kind: Counter, Help: "LIST pages retried from their continue token after a transient error."},
+	{Name: MetricListItems, Kind: Counter, Help: "Objects received by LIST and WatchList syncs."},
+	{Name: MetricLastListItems, Kind: Gauge, Help: "Objects in the last successful sync."},
+	{Name: MetricLastListDuration, Kind: Gauge, Help: "Duration of the last successful sync in seconds."},
+	{Name: MetricInitialSyncDuration, Kind: Gauge, Help: "Seconds from the start of the run to the first sync."},
+	{Name: MetricWatches, Kind: Counter, Help: "Watches opened, WatchList streams included."},
+	{Name: MetricWatchEnds, Kind: Counter, Help: "Watches that ended while the reflector ran, by cause.", Label: "cause", LabelValues: causeNames(WatchEndCauses)},
+	{Name: MetricEvents, Kind: Counter, Help: "Watch events received, by type (DROPPED: skipped as unstorable).", Label: "type", LabelValues: causeNames(EventTypes)},
+	{Name: MetricLastResourceVersion, Kind: Gauge, Help: "Newest resourceVersion the store reached, when numeric."},
+	{Name: MetricLastEventTimestamp, Kind: Gauge, Help: "Unix time of the last watch event."},
+	{Name: MetricLastBookmarkTimestamp, Kind: Gauge, Help: "Unix time of the last bookmark."},
+}
+
+func causeNames[S ~string](causes []S) []string {
+	out := make([]string, len(causes))
+	for i, c := range causes {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// runMetrics holds every series of one run, created up front so that each
+// shows from the start (zero) and writing one is a field access. A nil
+// *runMetrics is valid and writes nowhere.
+type runMetrics struct {
+	provided ReflectorMetrics
+	counters map[string]map[string]CounterMetric
+	gauges   map[string]GaugeMetric
+}
+
+func openRunMetrics(p MetricsProvider, reflector string) *runMetrics {
+	if p == nil {
+		return nil
+	}
+	rm := p.NewReflectorMetrics(reflector)
+	m := &runMetrics{provided: rm, counters: map[string]map[string]CounterMetric{}, gauges: map[string]GaugeMetric{}}
+	for _, d := range MetricDescs {
+		if d.Kind == Gauge {
+			m.gauges[d.Name] = orDiscard(rm.Gauge(d.Name))
+			continue
+		}
+		values := d.LabelValues
+		if d.Label == "" {
+			values = []string{""}
+		}
+		m.counters[d.Name] = map[string]CounterMetric{}
+		for _, v := range values {
+			m.counters[d.Name][v] = orDiscard(rm.Counter(d.Name, v))
+		}
+	}
+	return m
+}
+
+// discard is a metric that records nothing; it stands in for metrics a
+// provider does not want (returned as nil).
+type discard struct{}
+
+func orDiscard[M any](m M) M {
+	if any(m) == nil {
+		return any(discard{}).(M)
+	}
+	return m
+}
+
+func (discard) Add(float64) {}
+func (discard) Set(float64) {}
+
+func (m *runMetrics) counter(name, label string) CounterMetric {
+	if m == nil {
+		return discard{}
+	}
+	return m.counters[name][label]
+}
+
+func (m *runMetrics) gauge(name string) GaugeMetric {
+	if m == nil {
+		return discard{}
+	}
+	return m.gauges[name]
+}
+
+func (m *runMetrics) listed(cause ListCause, pageRetries int) {
+	m.counter(MetricLists, string(cause)).Add(1)
+	if pageRetries > 0 {
+		m.counter(MetricListPageRetries, "").Add(float64(pageRetries))
+	}
+}
+
+func (m *runMetrics) synced(items int, d time.Duration) {
+	m.counter(MetricListItems, "").Add(float64(items))
+	m.gauge(MetricLastListItems).Set(float64(items))
+	m.gauge(MetricLastListDuration).Set(d.Seconds())
+}
+
+func (m *runMetrics) close() {
+	if m != nil {
+		m.provided.Delete()
+	}
+}

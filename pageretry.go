@@ -1,0 +1,113 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+)
+
+// defaultPageRetries is how many times in a row one page of a paginated
+// LIST is retried after transient errors before the LIST fails.
+const defaultPageRetries = 6
+
+// pageRetry decides whether, and after how long, a page of a paginated
+// LIST that failed is asked for again from its continue token, so that a
+// large initial list survives a hiccup near its end without starting over.
+// It belongs to one LIST and to the goroutine running it; its randomness
+// comes from its own generator.
+type pageRetry struct {
+	clock clock.Clock
+	// limit is how many consecutive failures of one page are retried.
+	limit int
+	cfg   wait.Backoff
+	rand  *rand.Rand
+	// streak is the backoff of the current run of failures; nil when the
+	// last page succeeded.
+	streak *backoff
+	fails  int
+}
+
+// newPageRetry returns the page retry policy for one LIST, or nil when
+// page retries are turned off.
+func (r *Reflector) newPageRetry() *pageRetry {
+	if r.pageRetries < 0 {
+		return nil
+	}
+	return &pageRetry{
+		clock: r.clock,
+		limit: r.pageRetries,
+		cfg:   r.backoffConfig,
+		rand:  rand.New(rand.NewPCG(r.rand.Uint64(), r.rand.Uint64())),
+	}
+}
+
+// wait blocks for the delay before a page that failed with err is asked
+// for again. It returns false, without waiting, when the page must not be
+// retried: err is not transient, the page failed too often, or p is nil;
+// and false when ctx ends during the wait.
+func (p *pageRetry) wait(ctx context.Context, err error) bool {
+	if p == nil || !isTransientListError(err) || p.fails >= p.limit || ctx.Err() != nil {
+		return false
+	}
+	if p.streak == nil {
+		p.streak = newBackoff(p.cfg, 0)
+	}
+	p.fails++
+	d := stretchToRetryAfter(p.streak.next(p.clock.Now(), p.rand.Float64()), err)
+	t := p.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// succeeded ends the current run of failures.
+func (p *pageRetry) succeeded() {
+	if p != nil {
+		p.streak, p.fails = nil, 0
+	}
+}
+
+// isTransientListError: a LIST page failed in a way that says nothing about
+// the request itself (the server was overloaded, restarting or unreachable,
+// or the connection broke), so the same request may well succeed later.
+func isTransientListError(err error) bool {
+	if isRVUnavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var netErr net.Error
+	switch {
+	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return true
+	case apierrors.IsTooManyRequests(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code >= 500
+}
+
+// stretchToRetryAfter lengthens d to the delay a 429 err asks for with
+// Retry-After, if that is longer.
+func stretchToRetryAfter(d time.Duration, err error) time.Duration {
+	if !apierrors.IsTooManyRequests(err) {
+		return d
+	}
+	if secs, ok := apierrors.SuggestsClientDelay(err); ok {
+		d = max(d, time.Duration(secs)*time.Second)
+	}
+	return d
+}

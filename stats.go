@@ -1,0 +1,241 @@
+package cache
+
+import (
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+)
+
+// Stats is a snapshot of what a Reflector has done since it was created.
+// Maps are fresh copies that hold every key of their fixed set.
+type Stats struct {
+	// Lists counts LISTs (a paginated LIST counts once) by cause.
+	Lists map[ListCause]uint64
+	// WatchLists counts WatchList streams requested, by cause.
+	WatchLists map[ListCause]uint64
+	// ListPageRetries counts LIST pages retried after a transient error.
+	ListPageRetries uint64
+	// WatchesOpened counts watches opened, WatchList streams included.
+	WatchesOpened uint64
+	// WatchEnds counts watches that ended while running, by cause.
+	WatchEnds map[WatchEndCause]uint64
+	// Events counts watch events by type (EventDropped for skipped ones).
+	Events map[watch.EventType]uint64
+	// ItemsListed counts objects received by every LIST and WatchList sync.
+	ItemsListed uint64
+	// LastListItems and LastListDuration describe the last successful sync.
+	LastListItems    int
+	LastListDuration time.Duration
+	// InitialSyncDuration is the time from the first ListAndWatch to the
+	// first sync; zero until then.
+	InitialSyncDuration time.Duration
+	// LastResourceVersion is the newest resourceVersion the store reached.
+	LastResourceVersion string
+	// LastEvent and LastBookmark are when the last watch event and the last
+	// bookmark arrived (zero: never); SinceLastEvent and SinceLastBookmark
+	// are the time from then to the snapshot (zero when never).
+	LastEvent, LastBookmark           time.Time
+	SinceLastEvent, SinceLastBookmark time.Duration
+}
+
+// statsRecorder keeps a Reflector's Stats and mirrors each change into the
+// metrics of the run in progress. The loop goroutine writes; any goroutine
+// may take a snapshot.
+type statsRecorder struct {
+	clock clock.PassiveClock
+
+	mu sync.Mutex
+	s  Stats
+	// started is when the first ListAndWatch began; zero before.
+	started time.Time
+	// m holds the open metrics; nil when none are open.
+	m *runMetrics
+}
+
+func newStatsRecorder(c clock.PassiveClock) *statsRecorder {
+	s := Stats{
+		Lists:      map[ListCause]uint64{},
+		WatchLists: map[ListCause]uint64{},
+		WatchEnds:  map[WatchEndCause]uint64{},
+		Events:     map[watch.EventType]uint64{},
+	}
+	for _, c := range ListCauses {
+		s.Lists[c], s.WatchLists[c] = 0, 0
+	}
+	for _, c := range WatchEndCauses {
+		s.WatchEnds[c] = 0
+	}
+	for _, t := range EventTypes {
+		s.Events[t] = 0
+	}
+	return &statsRecorder{clock: c, s: s}
+}
+
+// snapshot copies the stats, computing the "since" durations at now.
+func (r *statsRecorder) snapshot() Stats {
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.s
+	out.Lists = maps.Clone(r.s.Lists)
+	out.WatchLists = maps.Clone(r.s.WatchLists)
+	out.WatchEnds = maps.Clone(r.s.WatchEnds)
+	out.Events = maps.Clone(r.s.Events)
+	if !out.LastEvent.IsZero() {
+		out.SinceLastEvent = now.Sub(out.LastEvent)
+	}
+	if !out.LastBookmark.IsZero() {
+		out.SinceLastBookmark = now.Sub(out.LastBookmark)
+	}
+	return out
+}
+
+// begin marks the start of a ListAndWatch; the first one starts the clock
+// of InitialSyncDuration.
+func (r *statsRecorder) begin(now time.Time) {
+	r.mu.Lock()
+	if r.started.IsZero() {
+		r.started = now
+	}
+	r.mu.Unlock()
+}
+
+// watchListed counts a WatchList attempt made for cause.
+func (r *statsRecorder) watchListed(cause ListCause) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.WatchLists[cause]++
+	r.m.counter(MetricWatchLists, string(cause)).Add(1)
+}
+
+// synced records a successful sync of items objects that took d.
+func (r *statsRecorder) synced(items int, d time.Duration, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.ItemsListed += uint64(items)
+	r.s.LastListItems, r.s.LastListDuration = items, d
+	first := r.s.InitialSyncDuration == 0 && !r.started.IsZero()
+	if first {
+		r.s.InitialSyncDuration = max(now.Sub(r.started), time.Nanosecond)
+	}
+	r.m.synced(items, d)
+	if first {
+		r.m.gauge(MetricInitialSyncDuration).Set(r.s.InitialSyncDuration.Seconds())
+	}
+}
+
+// listed records a LIST request sequence of the given cause, successful
+// or not, and how many of its pages were retried.
+func (r *statsRecorder) listed(cause ListCause, pageRetries int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.Lists[cause]++
+	r.s.ListPageRetries += uint64(pageRetries)
+	r.m.listed(cause, pageRetries)
+}
+
+// watchOpened counts an opened watch.
+func (r *statsRecorder) watchOpened() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.WatchesOpened++
+	r.m.counter(MetricWatches, "").Add(1)
+}
+
+// watchEnded counts a watch that ended for cause.
+func (r *statsRecorder) watchEnded(cause WatchEndCause) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.WatchEnds[cause]++
+	r.m.counter(MetricWatchEnds, string(cause)).Add(1)
+}
+
+// eventBatch counts the events of one burst without locking; flush hands
+// the counts to the recorder at once.
+type eventBatch struct {
+	counts   [6]uint64 // indexed like EventTypes
+	bookmark bool
+}
+
+func (b *eventBatch) add(t watch.EventType) {
+	switch t {
+	case watch.Added:
+		b.counts[0]++
+	case watch.Modified:
+		b.counts[1]++
+	case watch.Deleted:
+		b.counts[2]++
+	case watch.Bookmark:
+		b.counts[3]++
+		b.bookmark = true
+	case watch.Error:
+		b.counts[4]++
+	default: // EventDropped, or a type no server sends
+		b.counts[5]++
+	}
+}
+
+// flush records the batch as having arrived at now, with rv the newest
+// resourceVersion the store reached, and empties the batch.
+func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, n := range b.counts {
+		if n > 0 {
+			r.s.Events[EventTypes[i]] += n
+			r.m.counter(MetricEvents, string(EventTypes[i])).Add(float64(n))
+		}
+	}
+	r.s.LastEvent = now
+	r.m.gauge(MetricLastEventTimestamp).Set(unixSeconds(now))
+	if b.bookmark {
+		r.s.LastBookmark = now
+		r.m.gauge(MetricLastBookmarkTimestamp).Set(unixSeconds(now))
+	}
+	r.resourceVersionLocked(rv)
+	*b = eventBatch{}
+}
+
+// resourceVersion records the newest resourceVersion the store reached.
+func (r *statsRecorder) resourceVersion(rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resourceVersionLocked(rv)
+}
+
+func (r *statsRecorder) resourceVersionLocked(rv string) {
+	if rv == r.s.LastResourceVersion {
+		return
+	}
+	r.s.LastResourceVersion = rv
+	// resourceVersions are opaque; the gauge is only set for numeric ones.
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		r.m.gauge(MetricLastResourceVersion).Set(float64(n))
+	}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// openMetrics starts writing to the metrics of a new run; it returns
+// false if a run's metrics are already open.
+func (r *statsRecorder) openMetrics(p MetricsProvider, reflector string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m != nil || p == nil {
+		return false
+	}
+	r.m = openRunMetrics(p, reflector)
+	return true
+}
+
+// closeMetrics deletes the run's metrics; nothing is written to them after.
+func (r *statsRecorder) closeMetrics() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m.close()
+	r.m = nil
+}
