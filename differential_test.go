@@ -35,13 +35,20 @@ type scenario struct {
 	internalWin  time.Duration
 	pageSize     int64
 	expectedType interface{}
+	// ourOptions adjusts our Reflector's options (to turn off a feature
+	// beyond client-go that the scenario would otherwise exercise).
+	ourOptions func(*ReflectorOptions)
 }
 
 // reflectorUnderTest starts a Reflector on lw and store until ctx ends.
 type reflectorUnderTest func(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore)
 
 func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore) {
-	r := NewReflectorWithOptions(lw, sc.expectedType, store, ReflectorOptions{Name: "under-test", ResyncPeriod: sc.resync})
+	opts := ReflectorOptions{Name: "under-test", ResyncPeriod: sc.resync}
+	if sc.ourOptions != nil {
+		sc.ourOptions(&opts)
+	}
+	r := NewReflectorWithOptions(lw, sc.expectedType, store, opts)
 	r.MaxInternalErrorRetryDuration = sc.internalWin
 	r.WatchListPageSize = sc.pageSize
 	r.RunWithContext(ctx)
@@ -124,6 +131,10 @@ func scenarios() []scenario {
 			watches: []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "20")), errEvent(expiredStatus())}}}},
 		{name: "expired continue token falls back to a full list", noWatchList: true,
 			lists: []listReply{{list: cmList("10", "tok1", cm("a", "5"))}, {err: apierrors.NewResourceExpired("continue expired")},
+				{list: cmList("12", "", cm("a", "5"), cm("b", "11"))}}},
+		{name: "failed later page restarts the list with page retries off", noWatchList: true,
+			ourOptions: func(o *ReflectorOptions) { o.ListPageRetries = -1 },
+			lists: []listReply{{list: cmList("10", "tok1", cm("a", "5"))}, {err: apierrors.NewInternalError(errors.New("etcd"))},
 				{list: cmList("12", "", cm("a", "5"), cm("b", "11"))}}},
 		{name: "expired list RV retries at RV empty", noWatchList: true,
 			lists:   []listReply{base, {err: apierrors.NewResourceExpired("gone")}, {list: cmList("40", "", cm("z", "39"))}},
