@@ -7,6 +7,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 const defaultExpectedTypeName = "<unspecified>"
@@ -167,73 +169,73 @@ func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, 
 // nil accepts anything. It panics if lw or store is nil: those are
 // programming errors that would otherwise only show up as a hang later.
 func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
-	if lw == nil || reflect.ValueOf(lw).Kind() == reflect.Pointer && reflect.ValueOf(lw).IsNil() {
-		panic("cache: NewReflector called with a nil ListerWatcher")
-	}
-	if store == nil || reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil() {
-		panic("cache: NewReflector called with a nil store")
-	}
-	r := &Reflector{
-		name:              options.Name,
-		typeDescription:   options.TypeDescription,
+	mustBeSet(lw, "ListerWatcher")
+	mustBeSet(store, "store")
+	o := options.withDefaults(expectedType)
+	return &Reflector{
+		name:              o.Name,
+		typeDescription:   o.TypeDescription,
 		expectedType:      reflect.TypeOf(expectedType),
 		expectedGVK:       expectedGVKOf(expectedType),
 		store:             store,
 		lw:                ToListerWatcherWithContext(lw),
-		clock:             options.Clock,
-		rand:              options.Rand,
-		resyncPeriod:      options.ResyncPeriod,
-		minWatchTimeout:   max(options.MinWatchTimeout, defaultMinWatchTimeout),
-		watchErrorHandler: options.WatchErrorHandler,
-		useWatchList:      options.UseWatchList == nil || *options.UseWatchList,
-		metrics:           options.Metrics,
+		logger:            klog.LoggerWithName(*o.Logger, o.Name),
+		clock:             o.Clock,
+		rand:              o.Rand,
+		resyncPeriod:      o.ResyncPeriod,
+		minWatchTimeout:   max(o.MinWatchTimeout, defaultMinWatchTimeout),
+		backoffConfig:     *o.Backoff,
+		backoff:           newBackoff(*o.Backoff, defaultBackoffReset),
+		useWatchList:      *o.UseWatchList && !watchListUnsupported(lw),
+		watchErrorHandler: o.WatchErrorHandler,
+		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
+		stats:             newStatsRecorder(o.Clock),
+		metrics:           o.Metrics,
 		listCause:         ListInitial,
+		staleThreshold:    o.StaleRVThreshold,
+		watchListMemory:   o.WatchListRefusalMemory,
+		stallWindow:       o.StallWindow,
+		pageRetries:       o.ListPageRetries,
 	}
-	if watchListUnsupported(lw) {
-		r.useWatchList = false
+}
+
+// mustBeSet panics if v, a required argument, is nil or a nil pointer.
+func mustBeSet(v any, what string) {
+	if v == nil || reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+		panic("cache: NewReflector called with a nil " + what)
 	}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
+}
+
+// withDefaults returns o with every unset option set to its default.
+func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOptions {
+	if o.Name == "" {
+		o.Name = callerName()
 	}
-	if r.rand == nil {
-		r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	if o.TypeDescription == "" {
+		o.TypeDescription = describeType(expectedType)
 	}
-	if r.watchErrorHandler == nil {
-		r.watchErrorHandler = DefaultWatchErrorHandler
+	if o.Logger == nil {
+		o.Logger = ptr.To(klog.Background())
 	}
-	cfg := defaultBackoff()
-	if options.Backoff != nil {
-		cfg = *options.Backoff
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
-	r.backoffConfig = cfg
-	r.backoff = newBackoff(cfg, defaultBackoffReset)
-	r.pageRetries = options.ListPageRetries
-	if r.pageRetries == 0 {
-		r.pageRetries = defaultPageRetries
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	r.health = newHealth(r.clock.Now(), options.OnHealthChange)
-	r.stats = newStatsRecorder(r.clock)
-	r.staleThreshold = options.StaleRVThreshold
-	if r.staleThreshold == 0 {
-		r.staleThreshold = defaultStaleRVThreshold
+	if o.Backoff == nil {
+		o.Backoff = ptr.To(defaultBackoff())
 	}
-	r.watchListMemory = options.WatchListRefusalMemory
-	r.stallWindow = options.StallWindow
-	if r.stallWindow == 0 {
-		r.stallWindow = defaultStallWindow
+	if o.UseWatchList == nil {
+		o.UseWatchList = ptr.To(true)
 	}
-	if r.name == "" {
-		r.name = callerName()
+	if o.WatchErrorHandler == nil {
+		o.WatchErrorHandler = DefaultWatchErrorHandler
 	}
-	if r.typeDescription == "" {
-		r.typeDescription = describeType(expectedType)
-	}
-	r.logger = klog.Background()
-	if options.Logger != nil {
-		r.logger = *options.Logger
-	}
-	r.logger = klog.LoggerWithName(r.logger, r.name)
-	return r
+	o.StaleRVThreshold = cmp.Or(o.StaleRVThreshold, defaultStaleRVThreshold)
+	o.StallWindow = cmp.Or(o.StallWindow, defaultStallWindow)
+	o.ListPageRetries = cmp.Or(o.ListPageRetries, defaultPageRetries)
+	return o
 }
 
 func describeType(expectedType interface{}) string {
