@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache"
+)
+
+// recordingLW records the options of every call it passes on; RVs and
+// continue tokens are masked, since the server moves on between runs.
+type recordingLW struct {
+	lw       cache.ListerWatcherWithContext
+	noStream bool
+	mu       sync.Mutex
+	calls    []string
+	watched  chan struct{}
+	once     sync.Once
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func (l *recordingLW) record(verb string, o metav1.ListOptions) {
+	s := fmt.Sprintf("%s rv=%s match=%s limit=%d continue=%v bookmarks=%v initial=%v timeout=%v",
+		verb, digits.ReplaceAllString(o.ResourceVersion, "N"), o.ResourceVersionMatch, o.Limit, o.Continue != "",
+		o.AllowWatchBookmarks, o.SendInitialEvents != nil && *o.SendInitialEvents, o.TimeoutSeconds != nil)
+	l.mu.Lock()
+	l.calls = append(l.calls, s)
+	l.mu.Unlock()
+}
+
+func (l *recordingLW) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), o)
+}
+
+func (l *recordingLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), o)
+}
+
+func (l *recordingLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	l.record("LIST", o)
+	return l.lw.ListWithContext(ctx, o)
+}
+
+func (l *recordingLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	l.record("WATCH", o)
+	w, err := l.lw.WatchWithContext(ctx, o)
+	if err == nil {
+		l.once.Do(func() { close(l.watched) })
+	}
+	return w, err
+}
+
+func (l *recordingLW) IsWatchListSemanticsUnSupported() bool { return l.noStream }
+
+// reflector is what the test needs of client-go's Reflector and ours.
+type reflector interface {
+	Run(stopCh <-chan struct{})
+	LastSyncResourceVersion() string
+}
+
+// TestSameRequestsAsClientGo runs client-go's Reflector and ours against
+// the same namespace of the real server and compares the requests they
+// make and what they store.
+func TestSameRequestsAsClientGo(t *testing.T) {
+	c := needCluster(t)
+	cs := c.client(t, adminToken)
+	ns := namespace(t, cs)
+	createConfigMaps(t, cs, ns, 1100)
+	want := serverState(t, cs, ns)
+	for _, tc := range []struct {
+		noStream bool
+		pageSize int64
+	}{{true, 0}, {true, 100}, {false, 0}} {
+		noStream := tc.noStream
+		t.Run(fmt.Sprintf("listOnly=%v,pageSize=%d", tc.noStream, tc.pageSize), func(t *testing.T) {
+			// run starts a Reflector and stops it once it has synced and
+			// opened its watch.
+			run := func(newReflector func(cache.ListerWatcher, cache.Store) reflector) ([]string, map[string]string) {
+				lw := &recordingLW{lw: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything()), noStream: noStream, watched: make(chan struct{})}
+				store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+				r := newReflector(lw, store)
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() { r.Run(stop); close(done) }()
+				err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+					select {
+					case <-lw.watched:
+						return r.LastSyncResourceVersion() != "", nil
+					default:
+						return false, nil
+					}
+				})
+				if err != nil {
+					t.Errorf("not synced and watching within a minute: %v", err)
+				}
+				close(stop)
+				<-done
+				lw.mu.Lock()
+				defer lw.mu.Unlock()
+				return lw.calls, storeState(store.List())
+			}
+			theirs, theirStore := run(func(lw cache.ListerWatcher, s cache.Store) reflector {
+				r := clientgocache.NewReflector(lw, &corev1.ConfigMap{}, s, 0)
+				r.WatchListPageSize = tc.pageSize
+				return r
+			})
+			ours, ourStore := run(func(lw cache.ListerWatcher, s cache.Store) reflector {
+				r := cache.NewReflector(lw, &corev1.ConfigMap{}, s, 0)
+				r.WatchListPageSize = tc.pageSize
+				return r
+			})
+			t.Logf("requests:\n  %s", strings.Join(ours, "\n  "))
+			if !slices.Equal(ours, theirs) {
+				t.Errorf("requests differ\nclient-go:\n  %s\nours:\n  %s", strings.Join(theirs, "\n  "), strings.Join(ours, "\n  "))
+			}
+			if !maps.Equal(ourStore, want) || !maps.Equal(theirStore, want) {
+				t.Errorf("stores differ from the server: ours %d objects, client-go's %d, server %d", len(ourStore), len(theirStore), len(want))
+			}
+		})
+	}
+}
+
+// TestWatchExampleOnACluster runs examples/watch read-only on the cluster,
+// as a user would with --kubeconfig.
+func TestWatchExampleOnACluster(t *testing.T) {
+	c := needCluster(t)
+	out, err := exec.CommandContext(t.Context(), "go", "run", "../examples/watch", "--kubeconfig", c.kubeconfig, "--duration", "3s").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "objects=") {
+		t.Fatalf("examples/watch --kubeconfig: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
