@@ -29,8 +29,9 @@ func (r *Resource) List(opts metav1.ListOptions) (runtime.Object, error) {
 //   - a number N with resourceVersionMatch Exact, or with no match and a
 //     Limit (the legacy rule): the state at N, paged; 410 Expired if N was
 //     compacted.
-//   - a number N otherwise (NotOlderThan): the newest state, paged by
-//     Limit if one is set.
+//   - a number N otherwise (NotOlderThan): with a Limit, the newest state,
+//     paged; without, the watch cache's state, caught up to N if it lagged
+//     behind (with NoWatchCache, the newest state).
 //
 // A number beyond the newest resourceVersion waits up to three seconds on
 // the clock for it, then fails with 504 "Too large resource version".
