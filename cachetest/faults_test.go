@@ -168,7 +168,7 @@ func TestEarlyRetriesAfterRetryAfterAreCounted(t *testing.T) {
 	})
 }
 
-func TestFaultConstructorsRefuseNothing(t *testing.T) {
+func TestProgrammerErrorsPanic(t *testing.T) {
 	srv, _ := newServer(t, cachetest.Options{})
 	for name, f := range map[string]func(){
 		"Error(nil)": func() { cachetest.Error(nil) },

@@ -90,11 +90,15 @@ func TestWatchFromFutureResourceVersionWaitsSilently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, cms := newServer(t, cachetest.Options{})
 		create(t, cms, "ns/a")
-		w := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "3"})
-		create(t, cms, "ns/b", "ns/c")
+		w := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "3", AllowWatchBookmarks: true})
+		create(t, cms, "ns/b")
+		time.Sleep(90 * time.Second) // no bookmark may go back before the watch's start
+		create(t, cms, "ns/c")
 		expectEvents(t, w)
 		create(t, cms, "ns/d")
 		expectEvents(t, w, "ADDED ns/d@4")
+		time.Sleep(30 * time.Second)
+		expectEvents(t, w, "BOOKMARK @4")
 	})
 }
 

@@ -178,8 +178,9 @@ func (w *watcher) run() {
 		defer t.Stop()
 		tick = t.C()
 	}
+	bookmarkDue := false
 	for {
-		evs, safe, hung := w.take()
+		evs, progress, hung := w.take()
 		if hung {
 			w.waitEnd(timeout)
 			return
@@ -190,12 +191,18 @@ func (w *watcher) run() {
 			}
 			continue
 		}
+		// Everything up to progress has been delivered: a bookmark may
+		// carry it, unless it is older than where the watch started.
+		if bookmarkDue && progress >= w.start {
+			if !w.send(watch.Event{Type: watch.Bookmark, Object: w.t.bookmark(progress, false)}, timeout) {
+				return
+			}
+		}
+		bookmarkDue = false
 		select {
 		case <-w.wake:
 		case <-tick:
-			if safe >= w.start && !w.send(watch.Event{Type: watch.Bookmark, Object: w.t.bookmark(safe, false)}, timeout) {
-				return
-			}
+			bookmarkDue = true
 		case <-timeout.C():
 			return
 		case <-w.stopCh:
