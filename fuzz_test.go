@@ -37,6 +37,12 @@ func FuzzReflectorEvents(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 0, 3, 0, 0, 6, 0, 0, 8, 0, 0, 5, 0})    // nil, Pod, Unstructured, list, nameless
 	f.Add([]byte{0, 5, 0, 0x12, 6, 0, 0x12, 3, 3, 0, 7, 0, 0, 0, 0, 0x14})
 	f.Add([]byte{1, 0, 0, 0x12, 7, 0, 0, 3, 7, 0x12, 2, 4, 0x05})
+	// Found by the fuzzer: nil pointers of object types panicked the
+	// Reflector (a ConfigMap bookmark, an ERROR event's Status, an
+	// Unstructured).
+	f.Add([]byte{0, 3, 2, 0})
+	f.Add([]byte{0, 4, 9, 0})
+	f.Add([]byte{0, 0, 10, 0, 1, 2, 0x10})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > 1+3*200 {
 			return
