@@ -107,16 +107,7 @@ func runChaos(t *testing.T, cfg chaosConfig, seed uint64) chaosRun {
 	srv.ClearFaults()
 	run.settle, run.divergence = settle(cms, sk)
 	if run.divergence.Empty() {
-		time.Sleep(chaosStableFor)
-		synctest.Wait()
-		objs, _ := cms.Objects()
-		if d := cachetest.Compare(objs, sk.contents()); !d.Empty() {
-			t.Errorf("store diverged again after converging: %v", d)
-		}
-		// Bookmarks bring the Reflector to the newest resourceVersion.
-		if got, want := r.LastSyncResourceVersion(), srv.ResourceVersion(); got != want {
-			t.Errorf("LastSyncResourceVersion %s, server at %s", got, want)
-		}
+		checkStaysConverged(t, r, cms, sk)
 	}
 	cancel()
 	<-done
@@ -167,6 +158,21 @@ func settle(cms *cachetest.Resource, sk sink) (time.Duration, cachetest.Divergen
 			return time.Since(start), d
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// checkStaysConverged waits a while longer and checks that the sink still
+// matches the server and the Reflector has reached its resourceVersion.
+func checkStaysConverged(t *testing.T, r *cache.Reflector, cms *cachetest.Resource, sk sink) {
+	time.Sleep(chaosStableFor)
+	synctest.Wait()
+	objs, rv := cms.Objects()
+	if d := cachetest.Compare(objs, sk.contents()); !d.Empty() {
+		t.Errorf("store diverged again after converging: %v", d)
+	}
+	// Bookmarks bring the Reflector to the newest resourceVersion.
+	if got := r.LastSyncResourceVersion(); got != rv {
+		t.Errorf("LastSyncResourceVersion %s, server at %s", got, rv)
 	}
 }
 

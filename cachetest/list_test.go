@@ -85,6 +85,9 @@ func TestListPagesReadOneSnapshot(t *testing.T) {
 	if !equal(got, []string{"c/x@3", "d/x@4"}) || l.Continue != "" || l.ResourceVersion != "4" {
 		t.Fatalf("second page must come from the first page's snapshot: %v %q at %s", got, l.Continue, l.ResourceVersion)
 	}
+	if n := cms.Server().Stats().Lists; n != 1 {
+		t.Fatalf("Stats.Lists = %d, want 1 (a continued page is the same list)", n)
+	}
 }
 
 func TestContinueTokenExpiresWithCompaction(t *testing.T) {

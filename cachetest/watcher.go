@@ -178,6 +178,12 @@ func (w *watcher) run() {
 		defer t.Stop()
 		tick = t.C()
 	}
+	w.deliver(timeout, tick)
+}
+
+// deliver sends queued events as they come, and a bookmark at each tick,
+// until the watch ends.
+func (w *watcher) deliver(timeout clock.Timer, tick <-chan time.Time) {
 	bookmarkDue := false
 	for {
 		evs, progress, hung := w.take()

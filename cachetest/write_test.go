@@ -217,6 +217,32 @@ func TestUnstructuredResource(t *testing.T) {
 	}
 }
 
+func TestUnstructuredWatchEventsAndBookmarksCarryTheKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cachetest.NewServer(cachetest.Options{})
+		defer srv.Close()
+		proto := &unstructured.Unstructured{}
+		proto.SetAPIVersion("example.com/v1")
+		proto.SetKind("Widget")
+		widgets := srv.Resource(cachetest.Type{Resource: "widgets", Object: proto})
+		w := openWatch(t, widgets, metav1.ListOptions{AllowWatchBookmarks: true})
+		obj := &unstructured.Unstructured{}
+		obj.SetNamespace("ns")
+		obj.SetName("w")
+		if _, err := widgets.Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		added := (<-w.ResultChan()).Object.(*unstructured.Unstructured)
+		time.Sleep(time.Minute)
+		bookmark := (<-w.ResultChan()).Object.(*unstructured.Unstructured)
+		for _, u := range []*unstructured.Unstructured{added, bookmark} {
+			if u.GetAPIVersion() != "example.com/v1" || u.GetKind() != "Widget" || u.GetResourceVersion() != "1" {
+				t.Fatalf("event object %v", u.Object)
+			}
+		}
+	})
+}
+
 func TestResourceTypePanicsOnProgrammerErrors(t *testing.T) {
 	srv := cachetest.NewServer(cachetest.Options{})
 	defer srv.Close()
