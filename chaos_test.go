@@ -28,7 +28,7 @@ import (
 //	go test -run TestChaos -v -chaos.seeds=200 -chaos.ops=1000 . # a long run
 //	go test -run 'TestChaos/store/seed=17$' -v .                 # one seed again
 var (
-	chaosSeeds = flag.Int("chaos.seeds", 3, "seeds per configuration in TestChaos")
+	chaosSeeds = flag.Int("chaos.seeds", 10, "seeds per configuration in TestChaos")
 	chaosOps   = flag.Int("chaos.ops", 300, "workload writes per seed in TestChaos")
 )
 
