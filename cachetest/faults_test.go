@@ -3,6 +3,7 @@ package cachetest_test
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,7 +32,10 @@ func TestFailNextAnswersLikeTheRealServer(t *testing.T) {
 			return apierrors.IsForbidden(err) && err.Error() ==
 				`configmaps is forbidden: User "system:serviceaccount:default:cachetest" cannot list resource "configmaps" in API group "" at the cluster scope`
 		}},
-		{cachetest.ConnectionRefused(), utilnet.IsConnectionRefused},
+		{cachetest.ConnectionRefused(), func(err error) bool {
+			var op *net.OpError
+			return utilnet.IsConnectionRefused(err) && errors.As(err, &op) && op.Op == "dial"
+		}},
 		{cachetest.Timeout(), func(err error) bool {
 			return apierrors.IsTimeout(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 		}},
@@ -48,6 +52,10 @@ func TestFailNextAnswersLikeTheRealServer(t *testing.T) {
 }
 
 func TestFailNextCountsAndQueues(t *testing.T) {
+	synctest.Test(t, testFailNextCountsAndQueues)
+}
+
+func testFailNextCountsAndQueues(t *testing.T) {
 	srv, cms := newServer(t, cachetest.Options{})
 	ctx := t.Context()
 	srv.FailNext(cachetest.VerbWatch, 2, cachetest.InternalError())
