@@ -156,9 +156,10 @@ func (c *cycle) list(ctx context.Context) phase {
 // listOnce runs one paginated LIST in its own goroutine and counts it
 // under cause; ok is false when ctx ended first.
 func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize int64, cause ListCause) (listed, error, bool) {
-	call := startCall(func() (listed, error) {
-		return pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()}.list(ctx, opts)
-	}, nil)
+	// The pager is built here: its retry policy draws its seed from the
+	// Reflector's generator, which only the loop goroutine may use.
+	p := pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()}
+	call := startCall(func() (listed, error) { return p.list(ctx, opts) }, nil)
 	select {
 	case <-ctx.Done():
 		call.giveUp()

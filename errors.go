@@ -52,8 +52,9 @@ func DefaultWatchErrorHandler(ctx context.Context, r *Reflector, err error) {
 }
 
 // ErrUnexpectedObject is wrapped by the errors reported for watch events
-// the Reflector skips: objects of the wrong Go type or GVK, Table objects,
-// and objects without metadata.
+// the Reflector skips: nil objects (also typed nil pointers), objects of the
+// wrong Go type or GVK, Table objects, and objects without metadata; and by
+// the error ending a watch whose ERROR event carries no status.
 var ErrUnexpectedObject = errors.New("unexpected object in watch event")
 
 // isExpiredError: the resourceVersion asked for has been compacted away

@@ -36,7 +36,7 @@ type pageRetry struct {
 }
 
 // newPageRetry returns the page retry policy for one LIST, or nil when
-// page retries are turned off.
+// page retries are turned off. Only the loop goroutine may call it.
 func (r *Reflector) newPageRetry() *pageRetry {
 	if r.pageRetries < 0 {
 		return nil

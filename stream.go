@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 )
@@ -132,6 +133,9 @@ func (s *streamer) closed() error {
 func (s *streamer) apply(ev watch.Event) error {
 	if ev.Type == watch.Error {
 		s.batch.add(watch.Error)
+		if isNilObject(ev.Object) {
+			return fmt.Errorf("watch of %v: %w: ERROR event without a status", s.c.r.typeDescription, ErrUnexpectedObject)
+		}
 		return fmt.Errorf("watch of %v: %w", s.c.r.typeDescription, apierrors.FromObject(ev.Object))
 	}
 	obj, ok := s.accept(ev)
@@ -159,6 +163,10 @@ func (s *streamer) apply(ev watch.Event) error {
 // accept checks that ev carries an object the store may hold.
 func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
 	r := s.c.r
+	if isNilObject(ev.Object) {
+		s.report(fmt.Errorf("%w: nil %T", ErrUnexpectedObject, ev.Object), ev)
+		return nil, false
+	}
 	if r.expectedType != nil && reflect.TypeOf(ev.Object) != r.expectedType {
 		s.report(fmt.Errorf("%w: got %T, want %v", ErrUnexpectedObject, ev.Object, r.expectedType), ev)
 		return nil, false
@@ -177,6 +185,16 @@ func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
 		return nil, false
 	}
 	return obj, true
+}
+
+// isNilObject: nil, or a nil pointer of an object type. No decoder makes
+// one, but a hand-written watch can, and its methods would panic.
+func isNilObject(o runtime.Object) bool {
+	if o == nil {
+		return true
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // report logs an event the stream skipped or could not apply. It does not

@@ -1,0 +1,284 @@
+package cachetest
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Verb names a kind of request.
+type Verb string
+
+// The verbs a Server serves.
+const (
+	VerbGet    Verb = "get"
+	VerbList   Verb = "list"
+	VerbWatch  Verb = "watch"
+	VerbCreate Verb = "create"
+	VerbUpdate Verb = "update"
+	VerbDelete Verb = "delete"
+	// VerbDeleteCollection is DeleteCollection.
+	VerbDeleteCollection Verb = "deletecollection"
+)
+
+// FaultKind names a kind of injected fault, as counted in Stats.Faults.
+type FaultKind string
+
+// Kinds of faults.
+const (
+	FaultTooManyRequests   FaultKind = "TooManyRequests"
+	FaultInternalError     FaultKind = "InternalError"
+	FaultForbidden         FaultKind = "Forbidden"
+	FaultConnectionRefused FaultKind = "ConnectionRefused"
+	FaultTimeout           FaultKind = "Timeout"
+	FaultError             FaultKind = "Error"
+	FaultCloseWatch        FaultKind = "CloseWatch"
+	FaultHangWatch         FaultKind = "HangWatch"
+	FaultDropWatch         FaultKind = "DropWatch"
+	FaultDelay             FaultKind = "Delay"
+)
+
+// Fault is how a failed call is answered; build one with TooManyRequests,
+// InternalError, Forbidden, ConnectionRefused, Timeout or Error.
+type Fault struct {
+	kind       FaultKind
+	retryAfter time.Duration
+	err        error
+}
+
+// TooManyRequests answers 429 TooManyRequests; a positive retryAfter is
+// sent as Retry-After (Details.RetryAfterSeconds, rounded up to seconds),
+// and a client retrying sooner is counted in Stats.EarlyRetries.
+func TooManyRequests(retryAfter time.Duration) Fault {
+	return Fault{kind: FaultTooManyRequests, retryAfter: retryAfter}
+}
+
+// InternalError answers 500 InternalError.
+func InternalError() Fault { return Fault{kind: FaultInternalError} }
+
+// Forbidden answers 403 Forbidden, worded as an RBAC denial.
+func Forbidden() Fault { return Fault{kind: FaultForbidden} }
+
+// ConnectionRefused fails as a client does when nothing listens: a
+// *url.Error around a *net.OpError with ECONNREFUSED, which
+// utilnet.IsConnectionRefused recognises.
+func ConnectionRefused() Fault { return Fault{kind: FaultConnectionRefused} }
+
+// Timeout answers 504 Timeout, as kube-apiserver's request timeout does.
+func Timeout() Fault { return Fault{kind: FaultTimeout} }
+
+// Error answers with err as it is. It panics if err is nil.
+func Error(err error) Fault {
+	if err == nil {
+		panic("cachetest: Error(nil)")
+	}
+	return Fault{kind: FaultError, err: err}
+}
+
+// Kind returns the fault's kind.
+func (f Fault) Kind() FaultKind { return f.kind }
+
+func (f Fault) errorFor(c call) error {
+	switch f.kind {
+	case FaultTooManyRequests:
+		return errThrottled(retryAfterSeconds(f.retryAfter))
+	case FaultInternalError:
+		return errInternal()
+	case FaultForbidden:
+		return errForbidden(c)
+	case FaultConnectionRefused:
+		return errConnectionRefused(c)
+	case FaultTimeout:
+		return errTimeout()
+	}
+	return f.err
+}
+
+func retryAfterSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// call describes one request, for faults and error messages.
+type call struct {
+	verb      Verb
+	gr        schema.GroupResource
+	namespace string
+	name      string
+}
+
+// path is the request's URL path, for error messages.
+func (c call) path() string {
+	p := "/api/v1"
+	if c.gr.Group != "" {
+		p = "/apis/" + c.gr.Group + "/v1"
+	}
+	if c.namespace != "" {
+		p += "/namespaces/" + c.namespace
+	}
+	p += "/" + c.gr.Resource
+	if c.name != "" {
+		p += "/" + c.name
+	}
+	return p
+}
+
+type retryKey struct {
+	verb Verb
+	gr   schema.GroupResource
+}
+
+type pendingFault struct {
+	fault Fault
+	left  int
+}
+
+// faultState is the injected faults; the Server's mutex guards it.
+type faultState struct {
+	next     map[Verb][]pendingFault
+	delay    map[Verb]time.Duration
+	dropNext int
+	retryAt  map[retryKey]time.Time
+}
+
+func newFaultState() faultState {
+	return faultState{next: map[Verb][]pendingFault{}, delay: map[Verb]time.Duration{}, retryAt: map[retryKey]time.Time{}}
+}
+
+// take consumes the next failure queued for verb.
+func (f *faultState) take(verb Verb) (Fault, bool) {
+	q := f.next[verb]
+	if len(q) == 0 {
+		return Fault{}, false
+	}
+	fault := q[0].fault
+	if q[0].left--; q[0].left == 0 {
+		q = q[1:]
+	}
+	f.next[verb] = q
+	return fault, true
+}
+
+// FailNext makes the next n calls of verb (on any resource) fail with f.
+// Failures queued for the same verb are used up in the order queued. It
+// panics if f is the zero Fault.
+func (s *Server) FailNext(verb Verb, n int, f Fault) {
+	if f.kind == "" {
+		panic("cachetest: FailNext with the zero Fault")
+	}
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.next[verb] = append(s.faults.next[verb], pendingFault{fault: f, left: n})
+}
+
+// Delay makes every call of verb wait d on the server's clock before it is
+// served (until ClearFaults or Delay(verb, 0)). A caller whose context ends
+// while waiting gets the context's error.
+func (s *Server) Delay(verb Verb, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.faults.delay, verb)
+		return
+	}
+	s.faults.delay[verb] = d
+}
+
+// CloseWatches closes every open watch, as a restarting server does: each
+// consumer sees its result channel closed, without an error event. It
+// returns how many watches it closed.
+func (s *Server) CloseWatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		w.kill()
+	}
+	s.stats.Faults[FaultCloseWatch] += len(s.watchers)
+	return len(s.watchers)
+}
+
+// HangWatches makes every open watch go silent, as behind a stuck proxy:
+// it delivers nothing more (events for it are lost) and stays open until
+// its consumer stops it, its context ends, its timeout passes or the server
+// closes. ClearFaults does not revive it. It returns how many watches hang.
+func (s *Server) HangWatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		w.hang()
+	}
+	s.stats.Faults[FaultHangWatch] += len(s.watchers)
+	return len(s.watchers)
+}
+
+// DropNextWatches makes the next n watch requests that would succeed be
+// lost in transit: the call succeeds but the watch is silent from the
+// start, exactly like a hung one.
+func (s *Server) DropNextWatches(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.dropNext += max(n, 0)
+}
+
+// ClearFaults cancels queued failures, delays and drops. Watches already
+// hung or dropped stay so.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.next = map[Verb][]pendingFault{}
+	s.faults.delay = map[Verb]time.Duration{}
+	s.faults.dropNext = 0
+}
+
+// begin admits a call: it counts it, waits any delay, and returns the
+// injected failure, if any. A closed server refuses the connection.
+func (s *Server) begin(ctx context.Context, c call) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errConnectionRefused(c)
+	}
+	s.stats.Calls[c.verb]++
+	now := s.clock.Now()
+	if at, ok := s.faults.retryAt[retryKey{c.verb, c.gr}]; ok && now.Before(at) {
+		s.stats.EarlyRetries++
+	}
+	d := s.faults.delay[c.verb]
+	if d > 0 {
+		s.stats.Faults[FaultDelay]++
+	}
+	s.mu.Unlock()
+	if d > 0 {
+		if err := s.sleep(ctx, c, d); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.faults.take(c.verb)
+	if !ok {
+		return nil
+	}
+	s.stats.Faults[f.kind]++
+	if f.kind == FaultTooManyRequests && f.retryAfter > 0 {
+		s.faults.retryAt[retryKey{c.verb, c.gr}] = s.clock.Now().Add(time.Duration(retryAfterSeconds(f.retryAfter)) * time.Second)
+	}
+	return f.errorFor(c)
+}
+
+// sleep waits d on the server's clock, or until ctx ends or Close.
+func (s *Server) sleep(ctx context.Context, c call, d time.Duration) error {
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return errConnectionRefused(c)
+	}
+}

@@ -1,0 +1,183 @@
+package cachetest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Watch is WatchWithContext without a context.
+func (r *Resource) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return r.WatchWithContext(context.Background(), opts)
+}
+
+// WatchWithContext opens a watch as kube-apiserver's watch cache does:
+//
+//   - resourceVersion "" or "0" (without sendInitialEvents): the state
+//     (newest, or the cache's for "0") as synthetic ADDED events in key
+//     order, then every change after it.
+//   - a number N: every change after N, replayed from the history; 410
+//     Expired as an ERROR event if N was compacted. A number beyond the
+//     newest waits for it silently, as the real server does.
+//   - sendInitialEvents=true with resourceVersionMatch=NotOlderThan (a
+//     WatchList): the state at least as fresh as the resourceVersion
+//     ("": newest, "0": the cache's), as ADDED events, then, when bookmarks
+//     are allowed, a BOOKMARK annotated k8s.io/initial-events-end carrying
+//     its resourceVersion, then the changes after it. A number beyond the
+//     newest waits three seconds, then ends with a 504 "Too large
+//     resource version" ERROR event. sendInitialEvents=false starts at the
+//     resourceVersion without the state.
+//
+// With Options.DisableWatchList, sendInitialEvents is refused with 422
+// Invalid, as a server without the WatchList feature refuses it. Label and
+// field selectors filter events; an update moving an object into or out of
+// them arrives as ADDED or DELETED. With allowWatchBookmarks, a BOOKMARK
+// carrying the newest resourceVersion comes every Options.BookmarkInterval.
+// The watch ends cleanly after TimeoutSeconds (or MinRequestTimeout) on the
+// clock, when ctx ends, when Stop is called, and when the server closes it.
+func (r *Resource) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	c := r.call(VerbWatch, "", "")
+	if err := r.srv.begin(ctx, c); err != nil {
+		return nil, err
+	}
+	in, p, err := r.parseOptions(opts, true)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := r.newWatchSpec(in)
+	if err != nil {
+		return nil, err
+	}
+	if spec.watchList && spec.n > 0 {
+		if err := r.srv.waitFresh(ctx, c, spec.n); err != nil {
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				return errorWatch(status), nil
+			}
+			return nil, err
+		}
+	}
+	s := r.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errConnectionRefused(c)
+	}
+	return r.openLocked(ctx, spec, p), nil
+}
+
+// watchSpec is a validated watch request.
+type watchSpec struct {
+	rv string
+	n  uint64
+	// initial: send the state first, as ADDED events.
+	initial bool
+	// watchList: sendInitialEvents=true was asked for.
+	watchList bool
+	// endBookmark: close the initial events with the annotated bookmark.
+	endBookmark bool
+	bookmarks   bool
+	timeout     time.Duration
+}
+
+func (r *Resource) newWatchSpec(in internalversion.ListOptions) (watchSpec, error) {
+	spec := watchSpec{rv: in.ResourceVersion, bookmarks: in.AllowWatchBookmarks && r.srv.opts.BookmarkInterval > 0}
+	if spec.rv != "" && spec.rv != "0" {
+		n, err := strconv.ParseUint(spec.rv, 10, 64)
+		if err != nil {
+			return spec, errInvalidRV(r.t.gr, spec.rv, err)
+		}
+		spec.n = n
+	}
+	spec.initial = spec.rv == "" || spec.rv == "0"
+	if in.SendInitialEvents != nil {
+		spec.initial = *in.SendInitialEvents
+		spec.watchList = *in.SendInitialEvents
+		spec.endBookmark = spec.watchList && in.AllowWatchBookmarks
+	}
+	spec.timeout = r.srv.opts.MinRequestTimeout
+	if in.TimeoutSeconds != nil && *in.TimeoutSeconds > 0 {
+		spec.timeout = time.Duration(*in.TimeoutSeconds) * time.Second
+	}
+	return spec, nil
+}
+
+// openLocked registers a watch for spec and starts its goroutine; the
+// events it must begin with are computed here, under the server's lock, so
+// that none is missed or repeated.
+func (r *Resource) openLocked(ctx context.Context, spec watchSpec, p predicate) watch.Interface {
+	s := r.srv
+	h := s.hist
+	var start uint64
+	switch {
+	case spec.rv == "":
+		start = h.rev
+	case spec.rv == "0":
+		start = s.cacheRev()
+	case spec.watchList:
+		start = max(spec.n, s.cacheRev())
+	default:
+		start = spec.n
+		if start < h.compacted {
+			s.stats.Expired++
+			return errorWatch(errWatchTooOld(start, h.compacted))
+		}
+	}
+	if spec.watchList {
+		s.stats.WatchLists++
+	}
+	w := newWatcher(ctx, s, r.t, p, start, spec)
+	if s.faults.dropNext > 0 {
+		s.faults.dropNext--
+		s.stats.Faults[FaultDropWatch]++
+		w.hung = true
+	} else {
+		w.pending = r.initialEventsLocked(w, spec, start)
+	}
+	w.progress = h.rev
+	s.watchers[w] = struct{}{}
+	s.wg.Add(1)
+	go w.run()
+	return w
+}
+
+// initialEventsLocked is what a new watch starts with: the state at start
+// (if asked), the initial-events-end bookmark (if asked) and the changes
+// after start.
+func (r *Resource) initialEventsLocked(w *watcher, spec watchSpec, start uint64) []watch.Event {
+	h := r.srv.hist
+	var out []watch.Event
+	if spec.initial {
+		for _, kv := range h.snapshot(r.t.id, start) {
+			if w.pred.matches(kv.obj) {
+				out = append(out, watch.Event{Type: watch.Added, Object: kv.obj})
+			}
+		}
+	}
+	if spec.endBookmark {
+		out = append(out, watch.Event{Type: watch.Bookmark, Object: r.t.bookmark(start, true)})
+	}
+	for _, c := range h.since(start) {
+		if ev, ok := w.convert(c); ok {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// errorWatch is a watch that delivers one ERROR event with err's status
+// and closes, as kube-apiserver answers a watch it accepted but cannot
+// serve. It has no goroutine.
+func errorWatch(err apierrors.APIStatus) watch.Interface {
+	ch := make(chan watch.Event, 1)
+	status := err.Status()
+	ch <- watch.Event{Type: watch.Error, Object: &status}
+	close(ch)
+	return watch.NewProxyWatcher(ch)
+}
