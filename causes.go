@@ -32,10 +32,13 @@ const (
 	ListWatchError ListCause = "watch_error"
 	// ListRetry: the previous attempt to sync failed and is repeated.
 	ListRetry ListCause = "retry"
+	// ListInvalidRV: the server rejected the resourceVersion to list at as
+	// malformed (it came from an object with a broken one).
+	ListInvalidRV ListCause = "invalid_rv"
 )
 
 // ListCauses is every ListCause, in a fixed order.
-var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry}
+var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV}
 
 // WatchEndCause says why a watch ended, or failed to open, while the
 // Reflector was running.
@@ -85,10 +88,13 @@ func (r *Reflector) takeListCause() ListCause {
 // unavailableCause is the cause of a sync repeated at RV "" because the
 // resourceVersion asked for could not be served (err).
 func unavailableCause(err error) ListCause {
-	if isTooLargeResourceVersionError(err) {
+	switch {
+	case isTooLargeResourceVersionError(err):
 		return ListTooLarge
+	case isExpiredError(err):
+		return ListExpired
 	}
-	return ListExpired
+	return ListInvalidRV
 }
 
 // watchEndCause classifies how a watch ended (or failed to open); nil is

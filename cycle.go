@@ -127,8 +127,9 @@ func (c *cycle) list(ctx context.Context) phase {
 	opts := metav1.ListOptions{ResourceVersion: r.pos.listRV()}
 	pageSize := r.pageSizeFor(opts.ResourceVersion)
 	res, err, ok := c.listOnce(ctx, opts, pageSize, cause)
-	if ok && isRVUnavailable(err) {
-		// The RV is compacted away or not reached yet: read the latest.
+	if ok && (isRVUnavailable(err) || rvRejected(opts.ResourceVersion, err)) {
+		// The RV is compacted away, not reached yet, or not one the server
+		// understands: read the latest.
 		r.pos.markUnavailable()
 		res, err, ok = c.listOnce(ctx, metav1.ListOptions{ResourceVersion: r.pos.listRV()}, pageSize, unavailableCause(err))
 	}

@@ -93,6 +93,14 @@ func isRVUnavailable(err error) bool {
 	return isExpiredError(err) || isTooLargeResourceVersionError(err)
 }
 
+// rvRejected: the server refused a request at resourceVersion rv as
+// malformed (400 or 422). rv came from a watch event (an object with a
+// resourceVersion the server cannot parse), so asking at it again would
+// fail forever; "" and "0" are always valid and never rejected for it.
+func rvRejected(rv string, err error) bool {
+	return rv != "" && rv != "0" && (apierrors.IsBadRequest(err) || apierrors.IsInvalid(err))
+}
+
 // isWatchOpenRetriable: opening a watch failed in a way that says the server
 // is overloaded or unreachable, so the Reflector backs off and watches again
 // from where it was instead of relisting everything.

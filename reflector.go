@@ -146,6 +146,9 @@ type Reflector struct {
 	watchListMemory   time.Duration
 	watchListOffUntil time.Time
 	stallWindow       time.Duration
+	// serverSendsBookmarks: a watch has delivered a bookmark, so every
+	// watch from now on is watched for stalls from its start.
+	serverSendsBookmarks bool
 	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
 	// means it has no watch cache: later relists then keep paging.
 	pagedAtRV0 bool

@@ -6,7 +6,8 @@ import "sync"
 // list fails. The loop goroutine owns every field but published; other
 // goroutines read published (LastSyncResourceVersion) under mu.
 //
-// The position moves forward in exactly one place, advance. Publishing is
+// The position moves forward in exactly one place, advance, and is reset
+// by a successful list in one other, synced. Publishing is
 // separate and batched (publish), so a burst of watch events costs one lock.
 type resumePosition struct {
 	// last is the newest resourceVersion the store has been brought to.
@@ -22,8 +23,14 @@ type resumePosition struct {
 	published string
 }
 
-// advance records rv as the newest resourceVersion the store has seen.
+// advance records rv as the newest resourceVersion the store has seen. An
+// empty rv (an object without one, which no conforming server sends) is
+// ignored: resuming from "" would restart the watch from the current state
+// and never deliver the deletions in between.
 func (p *resumePosition) advance(rv string) {
+	if rv == "" {
+		return
+	}
 	p.last = rv
 	p.dirty = true
 }
@@ -44,9 +51,10 @@ func (p *resumePosition) publish() {
 func (p *resumePosition) markUnavailable() { p.unavailable = true }
 
 // synced records a successful list or WatchList at rv.
+// The position is set to rv, whatever it was: a list defines the state.
 func (p *resumePosition) synced(rv string) {
 	p.unavailable = false
-	p.advance(rv)
+	p.last, p.dirty = rv, true
 	p.publish()
 }
 

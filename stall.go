@@ -16,9 +16,11 @@ const defaultStallWindow = 3 * time.Minute
 // re-watches from the last resourceVersion.
 var ErrWatchStalled = errors.New("watch stalled: no event or bookmark within the stall window")
 
-// stallDetector notices a silent watch. It is armed by the first bookmark:
-// only then is the server known to send bookmarks periodically, so servers
-// that never send them cause no false alarms. The streamer owns it.
+// stallDetector notices a silent watch. It is armed by the first bookmark
+// the server sends (on this watch, or on an earlier one, in which case it
+// is armed when the watch opens): only then is the server known to send
+// bookmarks periodically, so servers that never send them cause no false
+// alarms. The streamer owns it.
 type stallDetector struct {
 	clock  clock.Clock
 	window time.Duration

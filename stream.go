@@ -42,6 +42,11 @@ type streamer struct {
 func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 	s := &streamer{c: c, w: w, start: c.wStart}
 	s.stall = stallDetector{clock: c.r.clock, window: c.r.stallWindow}
+	if c.r.serverSendsBookmarks {
+		// An earlier watch showed that the server sends bookmarks, so this
+		// one is expected to deliver something from the start.
+		s.stall.activity(true)
+	}
 	if watchList {
 		s.initial = newInitialEvents(c.r.store)
 		return s
@@ -76,6 +81,7 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 				return s.endReached, err
 			}
 			s.stall.activity(s.batch.bookmark)
+			s.c.r.serverSendsBookmarks = s.c.r.serverSendsBookmarks || s.batch.bookmark
 			s.endBurst()
 			s.c.flowing()
 		}
