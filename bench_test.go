@@ -18,7 +18,7 @@ import (
 // has returned, with the store kept, above the heap before the inputs
 // were built.
 //
-//	go test -run '^$' -bench . -benchmem -count 6 .
+//	go test -run '^$' -bench . -benchmem -count 6 -timeout 60m .
 
 const (
 	// benchEvents is the number of watch events per BenchmarkWatchEvents
