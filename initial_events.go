@@ -35,7 +35,7 @@ func (e *initialEvents) Add(obj interface{}) error {
 	if e.index != nil {
 		return e.put(obj)
 	}
-	e.items = append(e.items, obj)
+	e.push(obj)
 	return nil
 }
 
@@ -103,8 +103,25 @@ func (e *initialEvents) put(obj interface{}) error {
 		return nil
 	}
 	e.index[key] = len(e.items)
-	e.items = append(e.items, obj)
+	e.push(obj)
 	return nil
+}
+
+// minInitialCap is the capacity of the first buffer of initial objects.
+const minInitialCap = 64
+
+// push appends obj to items, doubling the buffer when it is full.
+// append's own growth slows to 1.25x for large slices, which over a long
+// stream allocates more than five times the final size in buffers that
+// are thrown away at once; doubling allocates less than four times
+// (about 2.6 times for 50,000 objects).
+func (e *initialEvents) push(obj interface{}) {
+	if len(e.items) == cap(e.items) {
+		grown := make([]interface{}, len(e.items), max(minInitialCap, 2*cap(e.items)))
+		copy(grown, e.items)
+		e.items = grown
+	}
+	e.items = append(e.items, obj)
 }
 
 // take returns the gathered objects, without the holes deletions left.

@@ -151,19 +151,30 @@ func (s *streamer) apply(ev watch.Event) error {
 	}
 	s.batch.add(ev.Type)
 	s.dispatch(ev, obj)
-	rv := obj.GetResourceVersion()
-	if s.initial != nil {
+	s.track(obj)
+	s.events++
+	return nil
+}
+
+// track records obj's resourceVersion once the watch is past any
+// synthetic ADDED events: in WatchList mode as the RV the initial state
+// will be Replaced at, otherwise as the resume position (and for a
+// ResourceVersionUpdater store). Before that the RV is not read at all, so
+// the initial ADDED events of a WatchList are gathered without touching
+// their objects.
+func (s *streamer) track(obj metav1.Object) {
+	switch {
+	case s.initial != nil:
 		if s.pastSynthetic {
-			s.initial.resourceVersion = rv
+			s.initial.resourceVersion = obj.GetResourceVersion()
 		}
-	} else if s.pastSynthetic || !s.c.fromSynthetic {
+	case s.pastSynthetic || !s.c.fromSynthetic:
+		rv := obj.GetResourceVersion()
 		s.c.r.pos.advance(rv)
 		if s.rvUpdater != nil {
 			s.rvUpdater.UpdateResourceVersion(rv)
 		}
 	}
-	s.events++
-	return nil
 }
 
 // accept checks that ev carries an object the store may hold.
