@@ -1,7 +1,7 @@
 package cache
 
 import (
-	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,35 +44,43 @@ type Stats struct {
 
 // statsRecorder keeps a Reflector's Stats and mirrors each change into the
 // metrics of the run in progress. The loop goroutine writes; any goroutine
-// may take a snapshot.
+// may take a snapshot. Counts by cause live in fixed arrays, so creating a
+// recorder and counting allocate nothing; maps are built for snapshots.
 type statsRecorder struct {
 	clock clock.PassiveClock
 
 	mu sync.Mutex
-	s  Stats
+	// s holds everything but the counts by cause and type.
+	s                 Stats
+	lists, watchLists tally[ListCause]
+	watchEnds         tally[WatchEndCause]
+	events            tally[watch.EventType]
 	// started is when the first ListAndWatch began; zero before.
 	started time.Time
 	// m holds the open metrics; nil when none are open.
 	m *runMetrics
 }
 
+// maxSetSize bounds the fixed sets of causes and event types.
+const maxSetSize = 16
+
+// tally counts the values of one fixed set (ListCauses, WatchEndCauses or
+// EventTypes) by their position in it.
+type tally[K comparable] struct{ n [maxSetSize]uint64 }
+
+func (t *tally[K]) add(set []K, k K) { t.n[slices.Index(set, k)]++ }
+
+// toMap returns the counts of every value of set.
+func (t *tally[K]) toMap(set []K) map[K]uint64 {
+	m := make(map[K]uint64, len(set))
+	for i, k := range set {
+		m[k] = t.n[i]
+	}
+	return m
+}
+
 func newStatsRecorder(c clock.PassiveClock) *statsRecorder {
-	s := Stats{
-		Lists:      map[ListCause]uint64{},
-		WatchLists: map[ListCause]uint64{},
-		WatchEnds:  map[WatchEndCause]uint64{},
-		Events:     map[watch.EventType]uint64{},
-	}
-	for _, c := range ListCauses {
-		s.Lists[c], s.WatchLists[c] = 0, 0
-	}
-	for _, c := range WatchEndCauses {
-		s.WatchEnds[c] = 0
-	}
-	for _, t := range EventTypes {
-		s.Events[t] = 0
-	}
-	return &statsRecorder{clock: c, s: s}
+	return &statsRecorder{clock: c}
 }
 
 // snapshot copies the stats, computing the "since" durations at now.
@@ -81,10 +89,10 @@ func (r *statsRecorder) snapshot() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.s
-	out.Lists = maps.Clone(r.s.Lists)
-	out.WatchLists = maps.Clone(r.s.WatchLists)
-	out.WatchEnds = maps.Clone(r.s.WatchEnds)
-	out.Events = maps.Clone(r.s.Events)
+	out.Lists = r.lists.toMap(ListCauses)
+	out.WatchLists = r.watchLists.toMap(ListCauses)
+	out.WatchEnds = r.watchEnds.toMap(WatchEndCauses)
+	out.Events = r.events.toMap(EventTypes)
 	if !out.LastEvent.IsZero() {
 		out.SinceLastEvent = now.Sub(out.LastEvent)
 	}
@@ -108,7 +116,7 @@ func (r *statsRecorder) begin(now time.Time) {
 func (r *statsRecorder) watchListed(cause ListCause) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.s.WatchLists[cause]++
+	r.watchLists.add(ListCauses, cause)
 	r.m.counter(MetricWatchLists, string(cause)).Add(1)
 }
 
@@ -133,7 +141,7 @@ func (r *statsRecorder) synced(items int, d time.Duration, now time.Time) {
 func (r *statsRecorder) listed(cause ListCause, pageRetries int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.s.Lists[cause]++
+	r.lists.add(ListCauses, cause)
 	r.s.ListPageRetries += uint64(pageRetries)
 	r.m.listed(cause, pageRetries)
 }
@@ -150,7 +158,7 @@ func (r *statsRecorder) watchOpened() {
 func (r *statsRecorder) watchEnded(cause WatchEndCause) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.s.WatchEnds[cause]++
+	r.watchEnds.add(WatchEndCauses, cause)
 	r.m.counter(MetricWatchEnds, string(cause)).Add(1)
 }
 
@@ -186,7 +194,7 @@ func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
 	defer r.mu.Unlock()
 	for i, n := range b.counts {
 		if n > 0 {
-			r.s.Events[EventTypes[i]] += n
+			r.events.n[i] += n
 			r.m.counter(MetricEvents, string(EventTypes[i])).Add(float64(n))
 		}
 	}

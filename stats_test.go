@@ -228,3 +228,12 @@ func (nilProvider) NewReflectorMetrics(string) ReflectorMetrics { return nilProv
 func (nilProvider) Counter(string, string) CounterMetric        { return nil }
 func (nilProvider) Gauge(string) GaugeMetric                    { return nil }
 func (nilProvider) Delete()                                     {}
+
+func TestFixedSetsFitTheTallies(t *testing.T) {
+	if len(ListCauses) > maxSetSize || len(WatchEndCauses) > maxSetSize || len(EventTypes) > maxSetSize {
+		t.Fatalf("a fixed set outgrew maxSetSize (%d): %d, %d, %d", maxSetSize, len(ListCauses), len(WatchEndCauses), len(EventTypes))
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = newStatsRecorder(nil) }); n > 1 {
+		t.Fatalf("a stats recorder costs %v allocations, want 1", n)
+	}
+}
