@@ -62,14 +62,7 @@ func (p *pageRetry) wait(ctx context.Context, err error) bool {
 	}
 	p.fails++
 	d := stretchToRetryAfter(p.streak.next(p.clock.Now(), p.rand.Float64()), err)
-	t := p.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return sleepOn(ctx, p.clock, d)
 }
 
 // succeeded ends the current run of failures.

@@ -336,7 +336,12 @@ func (r *Reflector) nextBackoff() time.Duration {
 
 // sleep waits d on the Reflector's clock; false if ctx ended first.
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
-	t := r.clock.NewTimer(d)
+	return sleepOn(ctx, r.clock, d)
+}
+
+// sleepOn waits d on c; false if ctx ended first.
+func sleepOn(ctx context.Context, c clock.Clock, d time.Duration) bool {
+	t := c.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
