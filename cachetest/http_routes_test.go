@@ -106,4 +106,3 @@ func TestHTTPRoutesAndDiscovery(t *testing.T) {
 		t.Errorf("the 404 for a typed resource client-go's scheme lacks does not say why: %v", err)
 	}
 }
-
