@@ -162,4 +162,3 @@ func decodeStatus(t *testing.T, resp *http.Response) metav1.Status {
 	}
 	return s
 }
-
