@@ -18,6 +18,9 @@
 // as kube-apiserver's (apierrors.StatusError, with Retry-After in
 // Details.RetryAfterSeconds), independent of any transport. A Resource
 // implements the Reflector's ListerWatcher and ListerWatcherWithContext.
+// Start serves the same core over HTTP on loopback, as the Kubernetes REST
+// API, for real clients built from RESTConfig (client-go's clientsets and
+// informers); faults and counters apply there exactly as in process.
 //
 // See the package's README section "cachetest" for the exact semantics of
 // each resourceVersion form and how they follow kube-apiserver's.
