@@ -86,7 +86,12 @@ func decodeBody(r *http.Request, t *resourceType, kind schema.GroupVersionKind) 
 	if got := obj.GetObjectKind().GroupVersionKind(); !got.Empty() && got != kind {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("cachetest: the request body is a %s, the URL serves %s", got, kind))
 	}
-	obj.GetObjectKind().SetGroupVersionKind(kind)
+	// Typed objects are stored without apiVersion and kind, as those
+	// created in process are (and as kube-apiserver's decoding leaves
+	// them); Unstructured ones carry theirs.
+	if t.gvk.Empty() {
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
 	return obj, nil
 }
 

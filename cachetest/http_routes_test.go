@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kreflector/cache/cachetest"
 )
@@ -50,16 +51,20 @@ func (l *unknownList) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// Resources are served under the group and version client-go's scheme
-// gives their type, and Unstructured ones under their apiVersion; a path
-// the server does not serve is 404.
-func TestHTTPRoutesAndDiscovery(t *testing.T) {
+// startMixed starts a server with ConfigMaps, Deployments, cluster-scoped
+// Unstructured Widgets and a typed resource client-go's scheme lacks.
+func startMixed(t *testing.T) (*cachetest.Server, *cachetest.Resource, kubernetes.Interface) {
 	srv, _, cs := startHTTP(t, cachetest.Options{})
-	srv.Resource(cachetest.Type{Group: "apps", Resource: "deployments", Object: &appsv1.Deployment{}, List: &appsv1.DeploymentList{}})
+	deps := srv.Resource(cachetest.Type{Group: "apps", Resource: "deployments", Object: &appsv1.Deployment{}, List: &appsv1.DeploymentList{}})
 	srv.Resource(cachetest.Type{Resource: "widgets", Object: widget(), ClusterScoped: true})
 	srv.Resource(cachetest.Type{Group: "example.com", Resource: "unknowns", Object: &unknown{}, List: &unknownList{}})
-	ctx := bounded(t)
+	return srv, deps, cs
+}
 
+// Discovery lists every servable resource under the group and version it
+// is served in, so that discovering clients work.
+func TestHTTPDiscovery(t *testing.T) {
+	_, _, cs := startMixed(t)
 	groups, resources, err := cs.Discovery().ServerGroupsAndResources()
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +85,20 @@ func TestHTTPRoutesAndDiscovery(t *testing.T) {
 	if !equal(got, want) {
 		t.Fatalf("discovery:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
 
+// Resources are served under the group and version client-go's scheme
+// gives their type (and stored without apiVersion and kind, as in
+// process), Unstructured ones under their apiVersion; a path the server
+// does not serve is 404, saying why for a type the scheme lacks.
+func TestHTTPRoutes(t *testing.T) {
+	srv, deps, cs := startMixed(t)
+	ctx := bounded(t)
 	if _, err := cs.AppsV1().Deployments("ns").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	if objs, _ := deps.Objects(); len(objs) != 1 || !objs[0].GetObjectKind().GroupVersionKind().Empty() {
+		t.Fatalf("stored deployments %v", objs)
 	}
 	dyn := dynamic.NewForConfigOrDie(srv.RESTConfig())
 	wgvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -95,9 +111,9 @@ func TestHTTPRoutesAndDiscovery(t *testing.T) {
 	if err != nil || len(list.Items) != 1 || list.GetKind() != "WidgetList" || list.Items[0].GetAPIVersion() != "example.com/v1" {
 		t.Fatalf("widgets: %+v, %v", list, err)
 	}
-	for _, path := range []string{"/apis/example.com/v1/unknowns", "/api/v2/configmaps", "/api/v1/configmaps/a", "/api/v1/namespaces/ns/configmaps/a/status", "/apis/example.com/v1/namespaces/ns/widgets"} {
-		err := cs.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).Error()
-		if !apierrors.IsNotFound(err) {
+	for _, path := range []string{"/apis/example.com/v1/unknowns", "/api/v2/configmaps", "/api/v1/configmaps/a",
+		"/api/v1/namespaces/ns/configmaps/a/status", "/apis/example.com/v1/namespaces/ns/widgets"} {
+		if err := cs.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).Error(); !apierrors.IsNotFound(err) {
 			t.Errorf("GET %s: %v, want 404", path, err)
 		}
 	}
