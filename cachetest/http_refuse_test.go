@@ -3,6 +3,7 @@ package cachetest_test
 import (
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 	"testing"
 
@@ -97,5 +98,40 @@ func TestHTTPConnectionRefusedWrites(t *testing.T) {
 	}
 	if objs, _ := cms.Objects(); len(objs) != 1 {
 		t.Fatalf("%d objects, want only a", len(objs))
+	}
+}
+
+// While the server is down, a request on another client's kept-alive
+// connection is reset too, and that client's retry is the refused dial
+// that brings the server back.
+func TestHTTPConnectionRefusedDownForEveryone(t *testing.T) {
+	srv, _, _ := startHTTP(t, cachetest.Options{})
+	get := func(c *http.Client) error {
+		resp, err := c.Get(srv.URL() + "/api/v1/configmaps")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	ours := srv.Client()
+	if err := get(ours); err != nil { // leaves a kept-alive connection
+		t.Fatal(err)
+	}
+	other := &http.Client{Transport: &http.Transport{}}
+	defer other.CloseIdleConnections()
+	srv.FailNext(cachetest.VerbList, 1, cachetest.ConnectionRefused())
+	if err := get(other); !utilnet.IsConnectionReset(err) {
+		t.Fatalf("the faulted request: %v, want a reset", err)
+	}
+	if err := get(ours); !isDialRefused(err) {
+		t.Fatalf("a request while down: %v, want a refused dial", err)
+	}
+	for _, c := range []*http.Client{other, ours} {
+		if err := get(c); err != nil {
+			t.Fatalf("after the refusal: %v", err)
+		}
+	}
+	if n := srv.Stats().Calls[cachetest.VerbList]; n != 4 {
+		t.Fatalf("%d lists reached the server, want 4: none while it was down", n)
 	}
 }
