@@ -118,8 +118,8 @@ func (h *httpServer) serveResource(w http.ResponseWriter, r *http.Request, rt ro
 }
 
 // isWatch says whether a GET asks for a watch, reading the watch
-// parameter as metav1.ParameterCodec does: present and neither "0" nor
-// "false".
+// parameter as the parameter codec reads booleans: present and neither
+// "0" nor "false".
 func isWatch(r *http.Request) bool {
 	v, ok := r.URL.Query()["watch"]
 	return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
