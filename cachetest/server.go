@@ -18,6 +18,9 @@
 // as kube-apiserver's (apierrors.StatusError, with Retry-After in
 // Details.RetryAfterSeconds), independent of any transport. A Resource
 // implements the Reflector's ListerWatcher and ListerWatcherWithContext.
+// Start serves the same core over HTTP on loopback, as the Kubernetes REST
+// API, for real clients built from RESTConfig (client-go's clientsets and
+// informers); faults and counters apply there exactly as in process.
 //
 // See the package's README section "cachetest" for the exact semantics of
 // each resourceVersion form and how they follow kube-apiserver's.
@@ -31,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 )
 
@@ -91,6 +95,8 @@ type Server struct {
 	faults  faultState
 	stats   Stats
 	closed  bool
+	// web is the HTTP side, once Start has run.
+	web *httpServer
 
 	// events and bookmarks are counted by watch goroutines.
 	events, bookmarks atomic.Int64
@@ -174,9 +180,12 @@ func (s *Server) Compact(rv string) error {
 	return nil
 }
 
-// Close closes every open watch, waits until their goroutines have ended,
-// and makes every later call fail as a refused connection. It is safe to
-// call more than once.
+// Close closes every open watch, makes every later call fail as a refused
+// connection, and, if the server was started, stops serving HTTP: it
+// closes the listener and every connection (ending streaming responses)
+// and the idle connections of the client transport. It returns once every
+// goroutine the server started (watches, request handlers, the accept
+// loop) has ended. It is safe to call more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	if !s.closed {
@@ -186,8 +195,37 @@ func (s *Server) Close() {
 			w.kill()
 		}
 	}
+	web := s.web
 	s.mu.Unlock()
+	if web != nil {
+		web.close()
+	}
 	s.wg.Wait()
+}
+
+// lookupType returns the type added for gr, or nil.
+func (s *Server) lookupType(gr schema.GroupResource) *resourceType {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.types[gr.String()]
+}
+
+// servedTypes returns the types added so far, in no particular order.
+func (s *Server) servedTypes() []*resourceType {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*resourceType, 0, len(s.types))
+	for _, t := range s.types {
+		out = append(out, t)
+	}
+	return out
+}
+
+// isClosed says whether Close has been called.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // cacheRev is the revision reads at resourceVersion "0" are served at.
