@@ -1,10 +1,12 @@
 // Command watch runs the kreflector Reflector over ConfigMaps.
 //
-// By default it starts an in-memory demo server, drives a random workload
-// against it while injecting faults (expired resourceVersions, dropped
-// watches, 429s), shows a status line, and ends by checking that the store
-// holds exactly what the server holds. With --kubeconfig (or KUBECONFIG) it
-// watches a real cluster read-only instead.
+// By default it starts the embedded test API server (cachetest, served over
+// HTTP on loopback), reads it through client-go's real Clientset exactly as
+// a program reads a cluster, drives a random workload against it while
+// injecting faults (expired resourceVersions, dropped watches, 429s), shows
+// a status line, and ends by checking that the store holds exactly what the
+// server holds. With --kubeconfig (or KUBECONFIG) it watches a real cluster
+// read-only instead.
 package main
 
 import (
@@ -15,19 +17,19 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"slices"
-	"sort"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/cachetest"
 )
 
 // stepInterval is the pause between two writes of the demo workload.
@@ -49,7 +51,7 @@ func main() {
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "watch the cluster of this kubeconfig read-only instead of the demo server")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the demo workload")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: watch [flags]\n\nRuns the kreflector Reflector over ConfigMaps: on a built-in demo server with\ninjected faults (default), or read-only on a real cluster (--kubeconfig).\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: watch [flags]\n\nRuns the kreflector Reflector over ConfigMaps: on the embedded test API server\nwith a workload and injected faults (default), or read-only on a real cluster\n(--kubeconfig).\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -71,59 +73,60 @@ func main() {
 	}
 }
 
-// countingStore wraps a Store to count what the Reflector does to it.
-type countingStore struct {
-	cache.Store
-	events, relists atomic.Int64
-}
-
-func (s *countingStore) Add(o interface{}) error    { s.events.Add(1); return s.Store.Add(o) }
-func (s *countingStore) Update(o interface{}) error { s.events.Add(1); return s.Store.Update(o) }
-func (s *countingStore) Delete(o interface{}) error { s.events.Add(1); return s.Store.Delete(o) }
-func (s *countingStore) Replace(l []interface{}, rv string) error {
-	s.relists.Add(1)
-	return s.Store.Replace(l, rv)
+// newReflector returns a Reflector over every namespace's ConfigMaps of the
+// API server that cfg reaches, into a new store.
+func newReflector(cfg *rest.Config, name string) (*cache.Reflector, cache.Store, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building client: %w", err)
+	}
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll, fields.Everything())
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	return cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: name}), store, nil
 }
 
 func runDemo(ctx context.Context, cfg config) error {
-	srv := newSim()
-	store := &countingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	r := cache.NewReflectorWithOptions(srv, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "demo"})
+	srv := cachetest.NewServer(cachetest.Options{HistoryLimit: 2000})
+	defer srv.Close()
+	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+	srv.Start()
+	r, store, err := newReflector(srv.RESTConfig(), "demo")
+	if err != nil {
+		return err
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { r.RunWithContext(rctx); close(done) }()
-	faults := drive(ctx, cfg, srv, func() { report(os.Stdout, r, store, false) })
-	// Let the Reflector catch up with the last writes, then compare. After
-	// many faults it may be in its longest backoff (30 s, up to 60 s with
-	// jitter) before it relists, so allow for that.
-	settle := time.Now().Add(90 * time.Second)
-	for time.Now().Before(settle) && !slices.Equal(storeSnapshot(store), srv.snapshot()) {
-		time.Sleep(50 * time.Millisecond)
+	st := newStatus(os.Stdout, r, store)
+	faults, err := drive(ctx, cfg, cms, st.tick)
+	if err == nil {
+		settle(ctx, r, srv)
 	}
 	cancel()
 	<-done
-	report(os.Stdout, r, store, true)
-	return summarize(os.Stdout, srv.snapshot(), storeSnapshot(store), faults)
+	st.final()
+	if err != nil {
+		return err
+	}
+	objs, _ := cms.Objects()
+	return summarize(os.Stdout, cachetest.Compare(objs, store.List()), len(objs), len(store.ListKeys()), faults)
 }
 
 // drive runs the random workload until cfg.duration has passed, calling
 // tick about once a second, and returns how many faults of each kind it
 // injected.
-func drive(ctx context.Context, cfg config, srv *sim, tick func()) map[string]int {
+func drive(ctx context.Context, cfg config, cms *cachetest.Resource, tick func()) (map[string]int, error) {
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	faults := map[string]int{}
 	deadline := time.Now().Add(cfg.duration)
 	lastTick := time.Now()
 	for step := 0; time.Now().Before(deadline) && ctx.Err() == nil; step++ {
 		name := "cm-" + strconv.Itoa(rng.IntN(cfg.objects))
-		switch rng.IntN(4) {
-		case 0:
-			srv.write(watch.Deleted, name, "")
-		default:
-			srv.write(watch.Modified, name, strconv.Itoa(step))
+		if err := write(ctx, cms, name, rng.IntN(4) == 0, step); err != nil {
+			return faults, err
 		}
 		if rng.Float64() < cfg.faultRate*stepInterval.Seconds() {
-			faults[injectFault(srv, rng)]++
+			faults[injectFault(cms.Server(), rng)]++
 		}
 		if time.Since(lastTick) >= time.Second {
 			tick()
@@ -131,84 +134,59 @@ func drive(ctx context.Context, cfg config, srv *sim, tick func()) map[string]in
 		}
 		time.Sleep(stepInterval)
 	}
-	return faults
+	return faults, nil
 }
 
-func injectFault(srv *sim, rng *rand.Rand) string {
+// write deletes the ConfigMap name, or creates or updates it.
+func write(ctx context.Context, cms *cachetest.Resource, name string, remove bool, step int) error {
+	if remove {
+		_, err := cms.Delete(ctx, "demo", name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}, Data: map[string]string{"step": strconv.Itoa(step)}}
+	_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+	}
+	return err
+}
+
+func injectFault(srv *cachetest.Server, rng *rand.Rand) string {
 	switch rng.IntN(3) {
 	case 0:
-		srv.compact()
-		srv.closeWatches()
+		_ = srv.Compact(srv.ResourceVersion())
+		srv.CloseWatches()
 		return "expired-rv"
 	case 1:
-		srv.closeWatches()
+		srv.CloseWatches()
 		return "dropped-watch"
 	default:
-		srv.throttleWatches(1)
+		srv.FailNext(cachetest.VerbWatch, 1, cachetest.TooManyRequests(time.Second))
+		srv.CloseWatches()
 		return "throttled-429"
 	}
 }
 
-func storeSnapshot(s cache.Store) []string {
-	out := []string{}
-	for _, o := range s.List() {
-		c := o.(*corev1.ConfigMap)
-		out = append(out, c.Name+"@"+c.ResourceVersion)
+// settle lets the Reflector catch up with the last writes. After many
+// faults it may be in its longest backoff (30 s, up to 60 s with jitter)
+// before it relists, so it allows for that.
+func settle(ctx context.Context, r *cache.Reflector, srv *cachetest.Server) {
+	deadline := time.Now().Add(90 * time.Second)
+	for r.LastSyncResourceVersion() != srv.ResourceVersion() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
 	}
-	sort.Strings(out)
-	return out
 }
 
-// report prints one status line: in place on a terminal, as a log line
-// otherwise (and always for the final one).
-func report(w io.Writer, r *cache.Reflector, s *countingStore, final bool) {
-	h := r.Health()
-	line := fmt.Sprintf("objects=%d events=%d relists=%d health=%s%s lastRV=%s",
-		len(s.ListKeys()), s.events.Load(), s.relists.Load(), h.State, reasonSuffix(h), r.LastSyncResourceVersion())
-	if isTerminal(w) && !final {
-		fmt.Fprintf(w, "\r\033[K%s", line)
-		return
-	}
-	if isTerminal(w) {
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, line)
-}
-
-func reasonSuffix(h cache.Health) string {
-	if h.Reason == cache.ReasonNone {
-		return ""
-	}
-	return "(" + string(h.Reason) + ")"
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// summarize compares the store with the server and fails on any difference.
-func summarize(w io.Writer, server, store []string, faults map[string]int) error {
-	have := map[string]bool{}
-	for _, s := range store {
-		have[s] = true
-	}
-	var lost, extra int
-	for _, s := range server {
-		if !have[s] {
-			lost++
-		}
-		delete(have, s)
-	}
-	extra = len(have)
+// summarize prints the faults and how the store compares with the server,
+// and fails on any difference.
+func summarize(w io.Writer, d cachetest.Divergence, serverObjs, storeObjs int, faults map[string]int) error {
 	fmt.Fprintf(w, "faults injected: expired-rv=%d dropped-watch=%d throttled-429=%d\n", faults["expired-rv"], faults["dropped-watch"], faults["throttled-429"])
-	fmt.Fprintf(w, "server objects=%d store objects=%d missing-or-stale=%d phantom-or-stale=%d\n", len(server), len(store), lost, extra)
-	if lost != 0 || extra != 0 {
-		return fmt.Errorf("the store does not match the server")
+	fmt.Fprintf(w, "server objects=%d store objects=%d lost=%d phantom=%d stale=%d\n", serverObjs, storeObjs, len(d.Lost), len(d.Phantom), len(d.Stale))
+	if !d.Empty() {
+		return fmt.Errorf("the store does not match the server: %s", d)
 	}
 	fmt.Fprintln(w, "OK: the store matches the server exactly")
 	return nil
@@ -220,13 +198,10 @@ func watchCluster(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(restCfg)
+	r, store, err := newReflector(restCfg, "cluster")
 	if err != nil {
-		return fmt.Errorf("building client: %w", err)
+		return err
 	}
-	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "", fields.Everything())
-	store := &countingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "cluster"})
 	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
 	defer cancel()
 	done := make(chan struct{})
@@ -235,15 +210,16 @@ func watchCluster(ctx context.Context, cfg config) error {
 		<-done
 		return fmt.Errorf("initial sync: %w", err)
 	}
+	st := newStatus(os.Stdout, r, store)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
-			report(os.Stdout, r, store, true)
+			st.final()
 			return nil
 		case <-t.C:
-			report(os.Stdout, r, store, false)
+			st.tick()
 		}
 	}
 }
