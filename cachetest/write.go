@@ -20,23 +20,11 @@ import (
 // Errors: 409 AlreadyExists, 422 Invalid without a name, 400 BadRequest
 // for an object of another type or namespace.
 func (r *Resource) Create(ctx context.Context, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error) {
-	m, err := r.t.check(obj)
+	obj, m, err := r.admit(ctx, VerbCreate, obj, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.srv.begin(ctx, r.call(VerbCreate, m.GetNamespace(), m.GetName())); err != nil {
-		return nil, err
-	}
-	if len(opts.DryRun) > 0 {
-		return nil, apierrors.NewBadRequest("cachetest: dryRun is not supported")
-	}
-	obj = r.t.prepare(obj)
-	m, _ = metaOf(obj)
-	ns, err := r.namespaceFor(m.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
-	m.SetNamespace(ns)
+	ns := m.GetNamespace()
 	s := r.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,23 +59,11 @@ func (r *Resource) Create(ctx context.Context, obj runtime.Object, opts metav1.C
 // event, as in kube-apiserver. Watches get a MODIFIED event (or ADDED or
 // DELETED when the change moves the object into or out of a selector).
 func (r *Resource) Update(ctx context.Context, obj runtime.Object, opts metav1.UpdateOptions) (runtime.Object, error) {
-	m, err := r.t.check(obj)
+	obj, m, err := r.admit(ctx, VerbUpdate, obj, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.srv.begin(ctx, r.call(VerbUpdate, m.GetNamespace(), m.GetName())); err != nil {
-		return nil, err
-	}
-	if len(opts.DryRun) > 0 {
-		return nil, apierrors.NewBadRequest("cachetest: dryRun is not supported")
-	}
-	obj = r.t.prepare(obj)
-	m, _ = metaOf(obj)
-	ns, err := r.namespaceFor(m.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
-	m.SetNamespace(ns)
+	ns := m.GetNamespace()
 	s := r.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,6 +89,30 @@ func (r *Resource) Update(ctx context.Context, obj runtime.Object, opts metav1.U
 	m.SetResourceVersion(formatRV(rev))
 	s.commitLocked(change{rv: rev, resource: r.t.id, key: key, typ: watch.Modified, obj: obj, prev: old})
 	return obj.DeepCopyObject(), nil
+}
+
+// admit is what Create and Update do before they touch the store: check
+// obj's type, apply the verb's faults, refuse dryRun, and return the
+// server's own copy of obj (and its metadata) with its namespace settled.
+func (r *Resource) admit(ctx context.Context, verb Verb, obj runtime.Object, dryRun []string) (runtime.Object, metav1.Object, error) {
+	m, err := r.t.check(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.srv.begin(ctx, r.call(verb, m.GetNamespace(), m.GetName())); err != nil {
+		return nil, nil, err
+	}
+	if len(dryRun) > 0 {
+		return nil, nil, apierrors.NewBadRequest("cachetest: dryRun is not supported")
+	}
+	obj = r.t.prepare(obj)
+	m, _ = metaOf(obj)
+	ns, err := r.namespaceFor(m.GetNamespace())
+	if err != nil {
+		return nil, nil, err
+	}
+	m.SetNamespace(ns)
+	return obj, m, nil
 }
 
 // Delete removes namespace/name and returns its last state, stamped with
