@@ -190,27 +190,23 @@ func (s *Server) Delay(verb Verb, d time.Duration) {
 // CloseWatches closes every open watch, as a restarting server does: each
 // consumer sees its result channel closed, without an error event. It
 // returns how many watches it closed.
-func (s *Server) CloseWatches() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for w := range s.watchers {
-		w.kill()
-	}
-	s.stats.Faults[FaultCloseWatch] += len(s.watchers)
-	return len(s.watchers)
-}
+func (s *Server) CloseWatches() int { return s.eachWatch(FaultCloseWatch, (*watcher).kill) }
 
 // HangWatches makes every open watch go silent, as behind a stuck proxy:
 // it delivers nothing more (events for it are lost) and stays open until
 // its consumer stops it, its context ends, its timeout passes or the server
 // closes. ClearFaults does not revive it. It returns how many watches hang.
-func (s *Server) HangWatches() int {
+func (s *Server) HangWatches() int { return s.eachWatch(FaultHangWatch, (*watcher).hang) }
+
+// eachWatch applies fault to every open watch, counts them as faults of
+// kind, and returns how many there were.
+func (s *Server) eachWatch(kind FaultKind, fault func(*watcher)) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for w := range s.watchers {
-		w.hang()
+		fault(w)
 	}
-	s.stats.Faults[FaultHangWatch] += len(s.watchers)
+	s.stats.Faults[kind] += len(s.watchers)
 	return len(s.watchers)
 }
 
