@@ -74,7 +74,7 @@ func TestChaos(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) { fig.add(runChaos(t, cfg, seed)) })
 				})
 			}
-			t.Log(fig.String())
+			t.Logf("%s: %s", cfg.name, fig.String())
 		})
 	}
 }
