@@ -44,7 +44,7 @@ func (r *Reflector) newPageRetry() *pageRetry {
 	return &pageRetry{
 		clock: r.clock,
 		limit: r.pageRetries,
-		cfg:   r.backoffConfig,
+		cfg:   r.backoff.initial,
 		rand:  rand.New(rand.NewPCG(r.rand.Uint64(), r.rand.Uint64())),
 	}
 }

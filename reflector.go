@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 )
 
 const defaultExpectedTypeName = "<unspecified>"
@@ -124,14 +123,13 @@ type Reflector struct {
 	resyncPeriod    time.Duration
 	minWatchTimeout time.Duration
 	backoff         *backoff
-	backoffConfig   wait.Backoff
 	// pageRetries is the page retry limit of LISTs; negative for none.
 	pageRetries       int
 	useWatchList      bool
 	watchErrorHandler WatchErrorHandlerWithContext
 
 	health *health
-	stats  *statsRecorder
+	stats  statsRecorder
 	// metrics receives a run's metrics; nil for none.
 	metrics MetricsProvider
 	// listCause is why the next sync happens; the loop goroutine sets it
@@ -182,17 +180,16 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		expectedGVK:       expectedGVKOf(expectedType),
 		store:             store,
 		lw:                ToListerWatcherWithContext(lw),
-		logger:            klog.LoggerWithName(*o.Logger, o.Name),
+		logger:            klog.LoggerWithName(o.logger(), o.Name),
 		clock:             o.Clock,
 		rand:              o.Rand,
 		resyncPeriod:      o.ResyncPeriod,
 		minWatchTimeout:   max(o.MinWatchTimeout, defaultMinWatchTimeout),
-		backoffConfig:     *o.Backoff,
-		backoff:           newBackoff(*o.Backoff, defaultBackoffReset),
-		useWatchList:      *o.UseWatchList && !watchListUnsupported(lw),
+		backoff:           newBackoff(o.backoff(), defaultBackoffReset),
+		useWatchList:      (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
 		watchErrorHandler: o.WatchErrorHandler,
 		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
-		stats:             newStatsRecorder(o.Clock),
+		stats:             statsRecorder{clock: o.Clock},
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
 		staleThreshold:    o.StaleRVThreshold,
@@ -209,7 +206,25 @@ func mustBeSet(v any, what string) {
 	}
 }
 
-// withDefaults returns o with every unset option set to its default.
+// logger is the Logger option or klog's default.
+func (o ReflectorOptions) logger() klog.Logger {
+	if o.Logger == nil {
+		return klog.Background()
+	}
+	return *o.Logger
+}
+
+// backoff is the Backoff option or the default backoff.
+func (o ReflectorOptions) backoff() wait.Backoff {
+	if o.Backoff == nil {
+		return defaultBackoff()
+	}
+	return *o.Backoff
+}
+
+// withDefaults returns o with every unset option that is not a pointer set
+// to its default (pointer options are read by logger, backoff and
+// NewReflectorWithOptions, so that defaults cost no allocation).
 func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOptions {
 	if o.Name == "" {
 		o.Name = callerName()
@@ -217,20 +232,11 @@ func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOption
 	if o.TypeDescription == "" {
 		o.TypeDescription = describeType(expectedType)
 	}
-	if o.Logger == nil {
-		o.Logger = ptr.To(klog.Background())
-	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
-	if o.Backoff == nil {
-		o.Backoff = ptr.To(defaultBackoff())
-	}
-	if o.UseWatchList == nil {
-		o.UseWatchList = ptr.To(true)
 	}
 	if o.WatchErrorHandler == nil {
 		o.WatchErrorHandler = DefaultWatchErrorHandler

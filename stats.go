@@ -50,37 +50,35 @@ type statsRecorder struct {
 	clock clock.PassiveClock
 
 	mu sync.Mutex
-	// s holds everything but the counts by cause and type.
+	// s holds everything but the counts by cause and type, which are
+	// indexed like ListCauses, WatchEndCauses and EventTypes.
 	s                 Stats
-	lists, watchLists tally[ListCause]
-	watchEnds         tally[WatchEndCause]
-	events            tally[watch.EventType]
+	lists, watchLists [numListCauses]uint64
+	watchEnds         [numWatchEndCauses]uint64
+	events            [numEventTypes]uint64
 	// started is when the first ListAndWatch began; zero before.
 	started time.Time
 	// m holds the open metrics; nil when none are open.
 	m *runMetrics
 }
 
-// maxSetSize bounds the fixed sets of causes and event types.
-const maxSetSize = 16
+// The sizes of the fixed sets (a test checks them against the sets).
+const (
+	numListCauses     = 9
+	numWatchEndCauses = 10
+	numEventTypes     = 6
+)
 
-// tally counts the values of one fixed set (ListCauses, WatchEndCauses or
-// EventTypes) by their position in it.
-type tally[K comparable] struct{ n [maxSetSize]uint64 }
+// count adds one to the count of k, a value of set, in counts.
+func count[K comparable](counts []uint64, set []K, k K) { counts[slices.Index(set, k)]++ }
 
-func (t *tally[K]) add(set []K, k K) { t.n[slices.Index(set, k)]++ }
-
-// toMap returns the counts of every value of set.
-func (t *tally[K]) toMap(set []K) map[K]uint64 {
+// countsByValue returns counts as a map from every value of set.
+func countsByValue[K comparable](counts []uint64, set []K) map[K]uint64 {
 	m := make(map[K]uint64, len(set))
 	for i, k := range set {
-		m[k] = t.n[i]
+		m[k] = counts[i]
 	}
 	return m
-}
-
-func newStatsRecorder(c clock.PassiveClock) *statsRecorder {
-	return &statsRecorder{clock: c}
 }
 
 // snapshot copies the stats, computing the "since" durations at now.
@@ -89,10 +87,10 @@ func (r *statsRecorder) snapshot() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.s
-	out.Lists = r.lists.toMap(ListCauses)
-	out.WatchLists = r.watchLists.toMap(ListCauses)
-	out.WatchEnds = r.watchEnds.toMap(WatchEndCauses)
-	out.Events = r.events.toMap(EventTypes)
+	out.Lists = countsByValue(r.lists[:], ListCauses)
+	out.WatchLists = countsByValue(r.watchLists[:], ListCauses)
+	out.WatchEnds = countsByValue(r.watchEnds[:], WatchEndCauses)
+	out.Events = countsByValue(r.events[:], EventTypes)
 	if !out.LastEvent.IsZero() {
 		out.SinceLastEvent = now.Sub(out.LastEvent)
 	}
@@ -116,7 +114,7 @@ func (r *statsRecorder) begin(now time.Time) {
 func (r *statsRecorder) watchListed(cause ListCause) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.watchLists.add(ListCauses, cause)
+	count(r.watchLists[:], ListCauses, cause)
 	r.m.counter(MetricWatchLists, string(cause)).Add(1)
 }
 
@@ -141,7 +139,7 @@ func (r *statsRecorder) synced(items int, d time.Duration, now time.Time) {
 func (r *statsRecorder) listed(cause ListCause, pageRetries int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lists.add(ListCauses, cause)
+	count(r.lists[:], ListCauses, cause)
 	r.s.ListPageRetries += uint64(pageRetries)
 	r.m.listed(cause, pageRetries)
 }
@@ -158,14 +156,14 @@ func (r *statsRecorder) watchOpened() {
 func (r *statsRecorder) watchEnded(cause WatchEndCause) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.watchEnds.add(WatchEndCauses, cause)
+	count(r.watchEnds[:], WatchEndCauses, cause)
 	r.m.counter(MetricWatchEnds, string(cause)).Add(1)
 }
 
 // eventBatch counts the events of one burst without locking; flush hands
 // the counts to the recorder at once.
 type eventBatch struct {
-	counts   [6]uint64 // indexed like EventTypes
+	counts   [numEventTypes]uint64 // indexed like EventTypes
 	bookmark bool
 }
 
@@ -194,7 +192,7 @@ func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
 	defer r.mu.Unlock()
 	for i, n := range b.counts {
 		if n > 0 {
-			r.events.n[i] += n
+			r.events[i] += n
 			r.m.counter(MetricEvents, string(EventTypes[i])).Add(float64(n))
 		}
 	}

@@ -230,10 +230,12 @@ func (nilProvider) Gauge(string) GaugeMetric                    { return nil }
 func (nilProvider) Delete()                                     {}
 
 func TestFixedSetsFitTheTallies(t *testing.T) {
-	if len(ListCauses) > maxSetSize || len(WatchEndCauses) > maxSetSize || len(EventTypes) > maxSetSize {
-		t.Fatalf("a fixed set outgrew maxSetSize (%d): %d, %d, %d", maxSetSize, len(ListCauses), len(WatchEndCauses), len(EventTypes))
+	if len(ListCauses) != numListCauses || len(WatchEndCauses) != numWatchEndCauses || len(EventTypes) != numEventTypes {
+		t.Fatalf("the size constants (%d, %d, %d) do not match the sets (%d, %d, %d)",
+			numListCauses, numWatchEndCauses, numEventTypes, len(ListCauses), len(WatchEndCauses), len(EventTypes))
 	}
-	if n := testing.AllocsPerRun(10, func() { _ = newStatsRecorder(nil) }); n > 1 {
-		t.Fatalf("a stats recorder costs %v allocations, want 1", n)
+	var r statsRecorder
+	if n := testing.AllocsPerRun(10, func() { r.listed(ListInitial, 1); r.watchEnded(WatchClosed) }); n != 0 {
+		t.Fatalf("counting costs %v allocations, want none", n)
 	}
 }
