@@ -1,10 +1,13 @@
 package cache
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestBackoffDefaultCurve(t *testing.T) {
@@ -59,5 +62,28 @@ func TestBackoffCustomConfig(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("got %v, want %v (no jitter configured, steps exhausted keep the last duration, no reset)", got, want)
 		}
+	}
+}
+
+// timerCounter is a fake clock that counts the timers made on it.
+type timerCounter struct {
+	*clocktesting.FakeClock
+	timers int
+}
+
+func (c *timerCounter) NewTimer(d time.Duration) clock.Timer {
+	c.timers++
+	return c.FakeClock.NewTimer(d)
+}
+
+func TestSleepOnAnEndedContextStartsNoTimer(t *testing.T) {
+	c := &timerCounter{FakeClock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if sleepOn(ctx, c, time.Second) {
+		t.Fatal("sleepOn on an ended context reported a full sleep")
+	}
+	if c.timers != 0 {
+		t.Fatalf("sleepOn on an ended context made %d timers", c.timers)
 	}
 }

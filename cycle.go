@@ -298,18 +298,18 @@ func (c *cycle) stream(ctx context.Context) phase {
 	startRV := c.r.pos.watchRV()
 	_, err := s.run(ctx)
 	c.stopWatch()
-	c.internal.observe(err, c.r.clock.Now())
-	if err != errStopRequested {
-		c.r.watchEnded(err)
+	if err == errStopRequested {
+		// Not a watch failure: nothing to count, classify or learn from.
+		return phaseDone
 	}
+	c.internal.observe(err, c.r.clock.Now())
+	c.r.watchEnded(err)
 	if c.r.observeWatchEnd(startRV, err) {
 		c.breakStaleLoop(startRV, err)
 	}
 	switch {
 	case err == nil:
 		return phaseWatch
-	case err == errStopRequested:
-		return phaseDone
 	case isExpiredError(err):
 		c.logger.V(4).Info("Watch closed", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		return phaseDone

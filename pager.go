@@ -32,8 +32,9 @@ type pager struct {
 	lister ListerWithContext
 	// pageSize is the Limit when the options have none (0: no paging).
 	pageSize int64
-	// retry, if not nil, retries continued pages after transient errors.
-	retry *pageRetry
+	// retry retries continued pages after transient errors (the zero
+	// value never does).
+	retry pageRetry
 }
 
 // list LISTs with opts, following continue tokens, and gathers the items.

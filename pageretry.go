@@ -22,12 +22,14 @@ const defaultPageRetries = 6
 // LIST that failed is asked for again from its continue token, so that a
 // large initial list survives a hiccup near its end without starting over.
 // It belongs to one LIST and to the goroutine running it; its randomness
-// comes from its own generator.
+// comes from its own generator, made at the first failure. The zero value
+// never retries.
 type pageRetry struct {
 	clock clock.Clock
 	// limit is how many consecutive failures of one page are retried.
 	limit int
 	cfg   wait.Backoff
+	seed  [2]uint64
 	rand  *rand.Rand
 	// streak is the backoff of the current run of failures; nil when the
 	// last page succeeded.
@@ -35,30 +37,33 @@ type pageRetry struct {
 	fails  int
 }
 
-// newPageRetry returns the page retry policy for one LIST, or nil when
-// page retries are turned off. Only the loop goroutine may call it.
-func (r *Reflector) newPageRetry() *pageRetry {
+// newPageRetry returns the page retry policy for one LIST (the zero value
+// when page retries are turned off). Only the loop goroutine may call it.
+func (r *Reflector) newPageRetry() pageRetry {
 	if r.pageRetries < 0 {
-		return nil
+		return pageRetry{}
 	}
-	return &pageRetry{
+	return pageRetry{
 		clock: r.clock,
 		limit: r.pageRetries,
 		cfg:   r.backoff.initial,
-		rand:  rand.New(rand.NewPCG(r.rand.Uint64(), r.rand.Uint64())),
+		seed:  [2]uint64{r.rand.Uint64(), r.rand.Uint64()},
 	}
 }
 
 // wait blocks for the delay before a page that failed with err is asked
 // for again. It returns false, without waiting, when the page must not be
-// retried: err is not transient, the page failed too often, or p is nil;
-// and false when ctx ends during the wait.
+// retried: err is not transient, or the page failed too often; and false
+// when ctx ends during the wait.
 func (p *pageRetry) wait(ctx context.Context, err error) bool {
-	if p == nil || !isTransientListError(err) || p.fails >= p.limit || ctx.Err() != nil {
+	if p.fails >= p.limit || !isTransientListError(err) || ctx.Err() != nil {
 		return false
 	}
 	if p.streak == nil {
 		p.streak = newBackoff(p.cfg, 0)
+	}
+	if p.rand == nil {
+		p.rand = rand.New(rand.NewPCG(p.seed[0], p.seed[1]))
 	}
 	p.fails++
 	d := stretchToRetryAfter(p.streak.next(p.clock.Now(), p.rand.Float64()), err)
@@ -67,9 +72,7 @@ func (p *pageRetry) wait(ctx context.Context, err error) bool {
 
 // succeeded ends the current run of failures.
 func (p *pageRetry) succeeded() {
-	if p != nil {
-		p.streak, p.fails = nil, 0
-	}
+	p.streak, p.fails = nil, 0
 }
 
 // isTransientListError: a LIST page failed in a way that says nothing about

@@ -276,8 +276,9 @@ func (r *Reflector) Name() string { return r.name }
 func (r *Reflector) TypeDescription() string { return r.typeDescription }
 
 // LastSyncResourceVersion returns the newest resourceVersion the store has
-// been brought to. Safe from any goroutine; it may trail the store by the
-// events of one burst.
+// been brought to. Safe from any goroutine; it is published once per burst
+// of already-queued events (at most 257), so it may trail the store by
+// the events of the burst being applied.
 func (r *Reflector) LastSyncResourceVersion() string { return r.pos.snapshot() }
 
 // Stats returns a snapshot of what the Reflector has done since it was
@@ -345,8 +346,12 @@ func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	return sleepOn(ctx, r.clock, d)
 }
 
-// sleepOn waits d on c; false if ctx ended first.
+// sleepOn waits d on c; false if ctx ended first. An ended ctx returns at
+// once, without a timer.
 func sleepOn(ctx context.Context, c clock.Clock, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	t := c.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -160,6 +160,16 @@ func (r *statsRecorder) watchEnded(cause WatchEndCause) {
 	r.m.counter(MetricWatchEnds, string(cause)).Add(1)
 }
 
+// Indexes of the event types in EventTypes, for counting without a lookup.
+const (
+	idxAdded = iota
+	idxModified
+	idxDeleted
+	idxBookmark
+	idxError
+	idxDropped
+)
+
 // eventBatch counts the events of one burst without locking; flush hands
 // the counts to the recorder at once.
 type eventBatch struct {
@@ -167,43 +177,43 @@ type eventBatch struct {
 	bookmark bool
 }
 
-func (b *eventBatch) add(t watch.EventType) {
-	switch t {
-	case watch.Added:
-		b.counts[0]++
-	case watch.Modified:
-		b.counts[1]++
-	case watch.Deleted:
-		b.counts[2]++
-	case watch.Bookmark:
-		b.counts[3]++
-		b.bookmark = true
-	case watch.Error:
-		b.counts[4]++
-	default: // EventDropped, or a type no server sends
-		b.counts[5]++
-	}
+// count adds an event whose type has index i in EventTypes.
+func (b *eventBatch) count(i int) {
+	b.counts[i]++
+	b.bookmark = b.bookmark || i == idxBookmark
 }
 
 // flush records the batch as having arrived at now, with rv the newest
-// resourceVersion the store reached, and empties the batch.
+// resourceVersion the store reached, and empties the batch. It runs once
+// per burst of events, so it does only what the snapshot needs unless
+// metrics are open.
 func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	for i, n := range b.counts {
+		r.events[i] += n
+	}
+	r.s.LastEvent = now
+	if b.bookmark {
+		r.s.LastBookmark = now
+	}
+	if r.m != nil {
+		r.flushMetricsLocked(b, now)
+	}
+	r.resourceVersionLocked(rv)
+	r.mu.Unlock()
+	*b = eventBatch{}
+}
+
+func (r *statsRecorder) flushMetricsLocked(b *eventBatch, now time.Time) {
 	for i, n := range b.counts {
 		if n > 0 {
-			r.events[i] += n
 			r.m.counter(MetricEvents, string(EventTypes[i])).Add(float64(n))
 		}
 	}
-	r.s.LastEvent = now
 	r.m.gauge(MetricLastEventTimestamp).Set(unixSeconds(now))
 	if b.bookmark {
-		r.s.LastBookmark = now
 		r.m.gauge(MetricLastBookmarkTimestamp).Set(unixSeconds(now))
 	}
-	r.resourceVersionLocked(rv)
-	*b = eventBatch{}
 }
 
 // resourceVersion records the newest resourceVersion the store reached.
@@ -214,10 +224,10 @@ func (r *statsRecorder) resourceVersion(rv string) {
 }
 
 func (r *statsRecorder) resourceVersionLocked(rv string) {
-	if rv == r.s.LastResourceVersion {
+	r.s.LastResourceVersion = rv
+	if r.m == nil {
 		return
 	}
-	r.s.LastResourceVersion = rv
 	// resourceVersions are opaque; the gauge is only set for numeric ones.
 	if n, err := strconv.ParseUint(rv, 10, 64); err == nil {
 		r.m.gauge(MetricLastResourceVersion).Set(float64(n))

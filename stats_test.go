@@ -234,6 +234,13 @@ func TestFixedSetsFitTheTallies(t *testing.T) {
 		t.Fatalf("the size constants (%d, %d, %d) do not match the sets (%d, %d, %d)",
 			numListCauses, numWatchEndCauses, numEventTypes, len(ListCauses), len(WatchEndCauses), len(EventTypes))
 	}
+	idx := map[int]watch.EventType{idxAdded: watch.Added, idxModified: watch.Modified, idxDeleted: watch.Deleted,
+		idxBookmark: watch.Bookmark, idxError: watch.Error, idxDropped: EventDropped}
+	for i, typ := range idx {
+		if EventTypes[i] != typ {
+			t.Errorf("index %d counts %s, but EventTypes[%d] is %s", i, typ, i, EventTypes[i])
+		}
+	}
 	var r statsRecorder
 	if n := testing.AllocsPerRun(10, func() { r.listed(ListInitial, 1); r.watchEnded(WatchClosed) }); n != 0 {
 		t.Fatalf("counting costs %v allocations, want none", n)

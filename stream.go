@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unsafe"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,8 +16,10 @@ import (
 )
 
 // burst is how many already-queued events are applied after one select
-// before the stream looks at its context and timers again.
-const burst = 64
+// before the stream looks at its context and timers again, and publishes
+// its resume position and stats. A burst into client-go's stores takes
+// well under a millisecond, so stopping and timers are not held up.
+const burst = 256
 
 // streamer applies the events of one watch. In WatchList mode (initial
 // non-nil) it gathers the initial events instead of writing to the store,
@@ -32,9 +35,12 @@ type streamer struct {
 	// pastSynthetic: an event other than ADDED has arrived, so the watch is
 	// past any synthetic ADDED events and RVs may propagate.
 	pastSynthetic bool
-	rvUpdater     ResourceVersionUpdater
-	bookmarks     ReflectorBookmarkStore
-	stall         stallDetector
+	// sink receives ADDED, MODIFIED and DELETED events: the store, or in
+	// WatchList mode the initial-events buffer.
+	sink      eventSink
+	rvUpdater ResourceVersionUpdater
+	bookmarks ReflectorBookmarkStore
+	stall     stallDetector
 	// batch counts the events of the current burst for the stats.
 	batch eventBatch
 }
@@ -49,8 +55,10 @@ func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 	}
 	if watchList {
 		s.initial = newInitialEvents(c.r.store)
+		s.sink = s.initial
 		return s
 	}
+	s.sink = c.r.store
 	s.rvUpdater, _ = c.r.store.(ResourceVersionUpdater)
 	s.bookmarks, _ = c.r.store.(ReflectorBookmarkStore)
 	return s
@@ -138,7 +146,7 @@ func (s *streamer) closed() error {
 // skipped; an ERROR event ends the watch with the server's status.
 func (s *streamer) apply(ev watch.Event) error {
 	if ev.Type == watch.Error {
-		s.batch.add(watch.Error)
+		s.batch.count(idxError)
 		if isNilObject(ev.Object) {
 			return fmt.Errorf("watch of %v: %w: ERROR event without a status", s.c.r.typeDescription, ErrUnexpectedObject)
 		}
@@ -146,10 +154,9 @@ func (s *streamer) apply(ev watch.Event) error {
 	}
 	obj, ok := s.accept(ev)
 	if !ok {
-		s.batch.add(EventDropped)
+		s.batch.count(idxDropped)
 		return nil
 	}
-	s.batch.add(ev.Type)
 	s.dispatch(ev, obj)
 	s.track(obj)
 	s.events++
@@ -206,12 +213,13 @@ func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
 
 // isNilObject: nil, or a nil pointer of an object type. No decoder makes
 // one, but a hand-written watch can, and its methods would panic.
+//
+// It runs for every event, so it reads the interface's data word instead
+// of going through reflect: an interface holding a pointer stores that
+// pointer there, and any other value is stored behind a non-nil pointer.
+// TestIsNilObject pins this against reflect's answer.
 func isNilObject(o runtime.Object) bool {
-	if o == nil {
-		return true
-	}
-	v := reflect.ValueOf(o)
-	return v.Kind() == reflect.Pointer && v.IsNil()
+	return o == nil || (*[2]unsafe.Pointer)(unsafe.Pointer(&o))[1] == nil
 }
 
 // report logs an event the stream skipped or could not apply. It does not
@@ -228,17 +236,22 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 	var err error
 	switch ev.Type {
 	case watch.Added:
-		err = s.sink().Add(ev.Object)
+		s.batch.count(idxAdded)
+		err = s.sink.Add(ev.Object)
 	case watch.Modified:
+		s.batch.count(idxModified)
 		s.pastSynthetic = true
-		err = s.sink().Update(ev.Object)
+		err = s.sink.Update(ev.Object)
 	case watch.Deleted:
+		s.batch.count(idxDeleted)
 		s.pastSynthetic = true
-		err = s.sink().Delete(ev.Object)
+		err = s.sink.Delete(ev.Object)
 	case watch.Bookmark:
+		s.batch.count(idxBookmark)
 		s.pastSynthetic = true
 		err = s.bookmark(obj)
 	default:
+		s.batch.count(idxDropped)
 		err = fmt.Errorf("unknown watch event type %q", ev.Type)
 	}
 	if err != nil {
@@ -262,11 +275,4 @@ type eventSink interface {
 	Add(obj interface{}) error
 	Update(obj interface{}) error
 	Delete(obj interface{}) error
-}
-
-func (s *streamer) sink() eventSink {
-	if s.initial != nil {
-		return s.initial
-	}
-	return s.c.r.store
 }
