@@ -36,7 +36,10 @@ stop_tests() {
 
 cleanup() {
   local status=$?
-  trap - EXIT INT TERM
+  # Cleaning up is not interrupted; it is bounded by cluster.sh's stop
+  # timeouts.
+  trap - EXIT
+  trap '' INT TERM
   stop_tests
   if [ "$status" -ne 0 ]; then
     "$cluster" logs "$dir" 50 || true

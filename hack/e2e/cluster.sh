@@ -47,9 +47,11 @@ env_get() {
   die "$2 not in $1/env"
 }
 
-# server_args NAME DIR sets the array `args` to NAME's command line.
+# server_args NAME DIR sets the array `args` to NAME's command line, made
+# of the settings in DIR/env alone (paths included), as fixed at `up`.
 server_args() {
-  local dir=$2
+  local dir
+  dir=$(env_get "$2" DIR)
   case $1 in
   etcd)
     local url peer
