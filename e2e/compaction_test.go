@@ -24,13 +24,13 @@ import (
 	"github.com/kreflector/cache"
 )
 
-// gatedLW passes calls to the ListWatch it wraps; interrupt stops the
-// open watch and holds the next Watch calls until released.
+// gatedLW passes calls to the ListWatch it wraps; interrupt ends the open
+// watch and holds the next Watch calls until released.
 type gatedLW struct {
 	*cache.ListWatch
 
 	mu      sync.Mutex
-	current watch.Interface
+	current *cutWatch
 	// gate, while not nil, holds Watch calls until it is closed; waiting
 	// is closed when the first call arrives at it.
 	gate, waiting chan struct{}
@@ -54,12 +54,14 @@ func (g *gatedLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (w
 		}
 	}
 	w, err := g.ListWatch.WatchWithContext(ctx, o)
-	if err == nil {
-		g.mu.Lock()
-		g.current = w
-		g.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return w, err
+	cw := newCutWatch(w)
+	g.mu.Lock()
+	g.current = cw
+	g.mu.Unlock()
+	return cw, nil
 }
 
 // Watch is WatchWithContext; the Reflector never calls it.
@@ -67,7 +69,7 @@ func (g *gatedLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
 	return g.WatchWithContext(context.TODO(), o)
 }
 
-// interrupt raises the gate and stops the open watch. It returns a channel
+// interrupt raises the gate and ends the open watch. It returns a channel
 // closed once a Watch call waits at the gate, and release, which lowers
 // the gate (it may be called more than once).
 func (g *gatedLW) interrupt() (waiting <-chan struct{}, release func()) {
@@ -89,6 +91,53 @@ func (g *gatedLW) interrupt() (waiting <-chan struct{}, release func()) {
 		})
 	}
 }
+
+// cutWatch passes on the events of a watch until it is stopped (by its
+// user or by interrupt); then it stops the watch and closes its result
+// channel, as a server closing the watch would. Stopping client-go's
+// watch directly would not do: its decoder may then report the closed
+// connection as an error event, which the Reflector answers by relisting.
+type cutWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+// newCutWatch starts passing inner's events on; the goroutine doing so
+// ends, stopping inner, once the cutWatch is stopped or inner closes.
+func newCutWatch(inner watch.Interface) *cutWatch {
+	w := &cutWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go w.forward()
+	return w
+}
+
+func (w *cutWatch) forward() {
+	defer close(w.out)
+	defer w.inner.Stop()
+	in := w.inner.ResultChan()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case ev, ok := <-in:
+			if !ok {
+				return
+			}
+			select {
+			case w.out <- ev:
+			case <-w.stop:
+				return
+			}
+		}
+	}
+}
+
+// Stop ends the watch; it may be called more than once.
+func (w *cutWatch) Stop() { w.once.Do(func() { close(w.stop) }) }
+
+// ResultChan is closed once the watch has ended.
+func (w *cutWatch) ResultChan() <-chan watch.Event { return w.out }
 
 // writeSecret creates or updates Secret name in ns with value and returns
 // its resourceVersion.
@@ -222,8 +271,8 @@ func TestCompactionExpiresTheWatch(t *testing.T) {
 	mustReachRV(t, store, last)
 	st := r.Stats()
 	t.Logf("watch ends %v; lists %v", st.WatchEnds, st.Lists)
-	if st.WatchEnds[cache.WatchExpired] == 0 || st.Lists[cache.ListExpired] == 0 {
-		t.Errorf("no expired watch and relist counted: watch ends %v, lists %v", st.WatchEnds, st.Lists)
+	if st.WatchEnds[cache.WatchExpired] != 1 || st.Lists[cache.ListExpired] != 1 || st.Lists[cache.ListWatchError] != 0 {
+		t.Errorf("want exactly one expired watch and one relist for it: watch ends %v, lists %v", st.WatchEnds, st.Lists)
 	}
 	assertMatchesServer(t, cs, "secrets", ns, "store", s.List())
 }

@@ -71,7 +71,7 @@ server_args() {
       --service-account-issuer=https://kubernetes.default.svc
       "--service-account-key-file=$dir/sa.pub"
       "--service-account-signing-key-file=$dir/sa.key"
-      "--watch-cache-sizes=secrets#0")
+      "--watch-cache-sizes=secrets#0" --shutdown-watch-termination-grace-period=2s)
     ;;
   *) die "unknown server $1 (etcd or kube-apiserver)" ;;
   esac
