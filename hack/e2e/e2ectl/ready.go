@@ -49,8 +49,14 @@ func apiserverReady(args []string) error {
 	if err != nil {
 		return err
 	}
-	url, caFile, token := strings.TrimSuffix(pos[0], "/"), pos[1], pos[2]
-	return waitFor("kube-apiserver", pid, timeout, func(ctx context.Context) error {
+	return waitFor("kube-apiserver", pid, timeout, apiserverProbe(pos[0], pos[1], pos[2]))
+}
+
+// apiserverProbe asks url's /readyz with token, trusting only caFile,
+// which may not exist yet.
+func apiserverProbe(url, caFile, token string) probe {
+	url = strings.TrimSuffix(url, "/")
+	return func(ctx context.Context) error {
 		client, err := tlsClient(caFile)
 		if err != nil {
 			return err
@@ -63,7 +69,7 @@ func apiserverReady(args []string) error {
 			return fmt.Errorf("/readyz answered %q", body)
 		}
 		return nil
-	})
+	}
 }
 
 // etcdReady runs "etcd-ready [-pid PID] URL TIMEOUT".
@@ -72,8 +78,13 @@ func etcdReady(args []string) error {
 	if err != nil {
 		return err
 	}
-	url := strings.TrimSuffix(pos[0], "/")
-	return waitFor("etcd", pid, timeout, func(ctx context.Context) error {
+	return waitFor("etcd", pid, timeout, etcdProbe(pos[0]))
+}
+
+// etcdProbe asks url's /health whether etcd is healthy.
+func etcdProbe(url string) probe {
+	url = strings.TrimSuffix(url, "/")
+	return func(ctx context.Context) error {
 		body, err := get(ctx, http.DefaultClient, url+"/health", "")
 		if err != nil {
 			return err
@@ -82,7 +93,7 @@ func etcdReady(args []string) error {
 			return fmt.Errorf("/health answered %q", body)
 		}
 		return nil
-	})
+	}
 }
 
 // waitFor runs ready every pollInterval until it succeeds, the timeout
