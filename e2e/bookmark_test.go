@@ -22,11 +22,10 @@ const bookmarkWait = 150 * time.Second
 
 // TestBookmarksReachTheStore waits for a bookmark from the server to
 // reach a store implementing ReflectorBookmarkStore, after a sync by LIST
-// (the watch cache's periodic bookmark, about a minute after the watch
-// opens) and by WatchList (where one has come within seconds of the
-// initial-events-end bookmark). It runs in parallel with the other tests
-// that leave the servers alone, so its minute of waiting costs no wall
-// time of its own.
+// and by WatchList. The watch cache sends each watcher one about a minute
+// after the last (after a WatchList sometimes sooner). The test runs in
+// parallel with the other tests that leave the servers alone, so its
+// minute of waiting costs little wall time of its own.
 func TestBookmarksReachTheStore(t *testing.T) {
 	t.Parallel()
 	cs := client(t, testCluster.admin)
