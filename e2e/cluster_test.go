@@ -1,209 +1,134 @@
+//go:build e2e
+
 package e2e
 
 import (
+	"bufio"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"strings"
+	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// Tokens the cluster accepts: the admin is in system:masters; the
-// stranger is authenticated but has no RBAC rights at all.
+// Server names, as hack/e2e/cluster.sh knows them.
 const (
-	adminToken    = "kreflector-e2e-admin"
-	strangerToken = "kreflector-e2e-stranger"
+	etcdServer = "etcd"
+	apiServer  = "kube-apiserver"
 )
 
-// cluster is a real etcd and kube-apiserver on loopback, started from the
-// binaries hack/e2e/build.sh builds. stop kills both and waits for them.
+// cluster is the etcd and kube-apiserver that hack/e2e/cluster.sh started
+// in dir. Its fields are set once by openCluster and only read afterwards.
 type cluster struct {
-	dir        string
-	host       string
-	caFile     string
+	dir string
+	// env is dir/env: the settings cluster.sh fixed at `up`.
+	env map[string]string
+	// script is the path of hack/e2e/cluster.sh.
+	script string
+	// kubeconfig is the admin kubeconfig cluster.sh wrote.
 	kubeconfig string
-	procs      []*process
+	// admin is in system:masters; stranger is authenticated but has no
+	// RBAC rights at all.
+	admin, stranger *rest.Config
 }
 
-// process is a started server; exited is closed once it has exited.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-// startCluster starts etcd, then kube-apiserver, and waits until the API
-// server reports ready. Logs go to etcd.log and kube-apiserver.log in dir.
-func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
-	c := &cluster{dir: dir}
-	etcdURL, err := c.startEtcd(bin)
+// openCluster reads the cluster in dir and builds its client configs.
+func openCluster(dir string) (*cluster, error) {
+	env, err := readEnv(filepath.Join(dir, "env"))
 	if err != nil {
-		return c, err
+		return nil, err
 	}
-	if err := c.startAPIServer(bin, etcdURL); err != nil {
-		return c, err
-	}
-	if err := c.waitReady(ctx); err != nil {
-		return c, err
-	}
-	return c, c.writeKubeconfig()
-}
-
-func (c *cluster) startEtcd(bin string) (string, error) {
-	client, peer := freePort(), freePort()
-	clientURL := "http://127.0.0.1:" + client
-	peerURL := "http://127.0.0.1:" + peer
-	return clientURL, c.start(filepath.Join(bin, "etcd"), "etcd.log",
-		"--name=e2e", "--data-dir="+filepath.Join(c.dir, "etcd"),
-		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=e2e="+peerURL, "--log-level=warn")
-}
-
-func (c *cluster) startAPIServer(bin, etcdURL string) error {
-	key, pub, err := c.writeServiceAccountKeys()
+	// go test runs a package's tests in the package's directory.
+	script, err := filepath.Abs(filepath.Join("..", "hack", "e2e", "cluster.sh"))
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("locating cluster.sh: %w", err)
 	}
-	tokens := filepath.Join(c.dir, "tokens.csv")
-	users := fmt.Sprintf("%s,admin,admin-uid,\"system:masters\"\n%s,stranger,stranger-uid\n", adminToken, strangerToken)
-	if err := os.WriteFile(tokens, []byte(users), 0o600); err != nil {
-		return err
-	}
-	port := freePort()
-	c.host = "https://127.0.0.1:" + port
-	certs := filepath.Join(c.dir, "certs")
-	c.caFile = filepath.Join(certs, "apiserver.crt")
-	return c.start(filepath.Join(bin, "kube-apiserver"), "kube-apiserver.log",
-		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+port, "--cert-dir="+certs, "--token-auth-file="+tokens,
-		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
-		"--endpoint-reconciler-type=none",
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+pub, "--service-account-signing-key-file="+key)
-}
-
-// start runs a server process with its output in logName.
-func (c *cluster) start(path, logName string, args ...string) error {
-	log, err := os.Create(filepath.Join(c.dir, logName))
+	c := &cluster{dir: dir, env: env, script: script, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	c.admin, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading %s: %w", c.kubeconfig, err)
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("starting %s: %w", filepath.Base(path), err)
+	c.admin.QPS, c.admin.Burst = 500, 1000
+	c.stranger = rest.CopyConfig(c.admin)
+	c.stranger.BearerToken = env["STRANGER_TOKEN"]
+	if c.stranger.BearerToken == "" || env["ETCD_URL"] == "" {
+		return nil, fmt.Errorf("%s lacks STRANGER_TOKEN or ETCD_URL", filepath.Join(dir, "env"))
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); log.Close(); close(p.exited) }()
-	c.procs = append(c.procs, p)
-	return nil
+	return c, nil
 }
 
-// exited names a server process that has exited, or returns "".
-func (c *cluster) exited() string {
-	for _, p := range c.procs {
-		select {
-		case <-p.exited:
-			return filepath.Base(p.cmd.Path)
-		default:
+// readEnv parses KEY=value lines; a value runs to the end of its line.
+func readEnv(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster settings: %w", err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
 		}
 	}
-	return ""
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return env, nil
 }
 
-func (c *cluster) writeServiceAccountKeys() (keyFile, pubFile string, err error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", "", err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return "", "", err
-	}
-	keyFile, pubFile = filepath.Join(c.dir, "sa.key"), filepath.Join(c.dir, "sa.pub")
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
-	return keyFile, pubFile, errors.Join(os.WriteFile(keyFile, keyPEM, 0o600), os.WriteFile(pubFile, pubPEM, 0o600))
-}
-
-// waitReady polls /readyz until the API server answers ok. Polling is
-// right here: the server is a separate process with its own start-up time.
-// The server writes its self-signed certificate as it starts, so this one
-// request skips verifying it; every client afterwards verifies.
-func (c *cluster) waitReady(ctx context.Context) error {
-	cfg := c.config(adminToken)
-	cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: true}
+// client returns a clientset for cfg.
+func client(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		if name := c.exited(); name != "" {
-			return false, fmt.Errorf("%s exited", name)
-		}
-		var code int
-		cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
-		return code == http.StatusOK, nil
+	return cs
+}
+
+// run runs cluster.sh with args (DIR last) and fails t if it fails.
+func (c *cluster) run(t *testing.T, ctx context.Context, args ...string) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, c.script, append(args, c.dir)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("cluster.sh %s (%v): %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
+}
+
+// stopServer stops name (etcdServer or apiServer) and returns once its
+// process has exited. Register restoreCluster first.
+func (c *cluster) stopServer(t *testing.T, name string) {
+	t.Helper()
+	c.run(t, t.Context(), "stop", name)
+}
+
+// startServer starts name again on the same ports, data and certificates,
+// and returns once it is ready.
+func (c *cluster) startServer(t *testing.T, name string) {
+	t.Helper()
+	c.run(t, t.Context(), "start", name)
+}
+
+// restoreCluster makes sure, when t ends (passed or not), that etcd and
+// kube-apiserver run and kube-apiserver is ready, so that a test that
+// stops a server never leaves the next test without one. cluster.sh start
+// leaves a running server alone and waits until it is ready.
+func (c *cluster) restoreCluster(t *testing.T) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 3*time.Minute)
+		defer cancel()
+		c.run(t, ctx, "start", etcdServer)
+		c.run(t, ctx, "start", apiServer)
 	})
-	if err != nil {
-		return fmt.Errorf("kube-apiserver not ready (see %s): %w", filepath.Join(c.dir, "kube-apiserver.log"), err)
-	}
-	return nil
-}
-
-// config is a client configuration authenticating with token.
-func (c *cluster) config(token string) *rest.Config {
-	return &rest.Config{
-		Host:            c.host,
-		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: c.caFile},
-		QPS:             500,
-		Burst:           1000,
-	}
-}
-
-// writeKubeconfig writes an admin kubeconfig for programs (examples/watch).
-func (c *cluster) writeKubeconfig() error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: c.host, CertificateAuthority: c.caFile}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: adminToken}
-	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
-	cfg.CurrentContext = "e2e"
-	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
-	return clientcmd.WriteToFile(*cfg, c.kubeconfig)
-}
-
-// stop kills the processes, newest first, and waits for each to exit.
-func (c *cluster) stop() {
-	defer func() { c.procs = nil }()
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		_ = c.procs[i].cmd.Process.Kill()
-		<-c.procs[i].exited
-	}
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

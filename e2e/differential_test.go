@@ -1,23 +1,22 @@
+//go:build e2e
+
 package e2e
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
@@ -79,49 +78,29 @@ type reflector interface {
 // the same namespace of the real server and compares the requests they
 // make and what they store.
 func TestSameRequestsAsClientGo(t *testing.T) {
-	c := needCluster(t)
-	cs := c.client(t, adminToken)
+	t.Parallel()
+	cs := client(t, testCluster.admin)
 	ns := namespace(t, cs)
-	createConfigMaps(t, cs, ns, 1100)
-	want := serverState(t, cs, ns)
+	mustCreateConfigMaps(t, cs, ns, 1100)
+	want, err := serverList(t.Context(), cs, "configmaps", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		noStream bool
 		pageSize int64
 	}{{true, 0}, {true, 100}, {false, 0}} {
 		noStream := tc.noStream
 		t.Run(fmt.Sprintf("listOnly=%v,pageSize=%d", tc.noStream, tc.pageSize), func(t *testing.T) {
-			// run starts a Reflector and stops it once it has synced and
-			// opened its watch.
-			run := func(newReflector func(cache.ListerWatcher, cache.Store) reflector) ([]string, map[string]string) {
-				lw := &recordingLW{lw: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything()), noStream: noStream, watched: make(chan struct{})}
-				store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-				r := newReflector(lw, store)
-				stop := make(chan struct{})
-				done := make(chan struct{})
-				go func() { r.Run(stop); close(done) }()
-				err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-					select {
-					case <-lw.watched:
-						return r.LastSyncResourceVersion() != "", nil
-					default:
-						return false, nil
-					}
-				})
-				if err != nil {
-					t.Errorf("not synced and watching within a minute: %v", err)
-				}
-				close(stop)
-				<-done
-				lw.mu.Lock()
-				defer lw.mu.Unlock()
-				return lw.calls, storeState(store.List())
+			run := func(newReflector func(cache.ListerWatcher, cache.ReflectorStore) reflector) ([]string, []interface{}) {
+				return runUntilWatching(t, cs, ns, noStream, newReflector)
 			}
-			theirs, theirStore := run(func(lw cache.ListerWatcher, s cache.Store) reflector {
+			theirs, theirStore := run(func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
 				r := clientgocache.NewReflector(lw, &corev1.ConfigMap{}, s, 0)
 				r.WatchListPageSize = tc.pageSize
 				return r
 			})
-			ours, ourStore := run(func(lw cache.ListerWatcher, s cache.Store) reflector {
+			ours, ourStore := run(func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
 				r := cache.NewReflector(lw, &corev1.ConfigMap{}, s, 0)
 				r.WatchListPageSize = tc.pageSize
 				return r
@@ -130,18 +109,49 @@ func TestSameRequestsAsClientGo(t *testing.T) {
 			if !slices.Equal(ours, theirs) {
 				t.Errorf("requests differ\nclient-go:\n  %s\nours:\n  %s", strings.Join(theirs, "\n  "), strings.Join(ours, "\n  "))
 			}
-			if !maps.Equal(ourStore, want) || !maps.Equal(theirStore, want) {
-				t.Errorf("stores differ from the server: ours %d objects, client-go's %d, server %d", len(ourStore), len(theirStore), len(want))
-			}
+			assertSame(t, "the server", want, "our store", ourStore)
+			assertSame(t, "the server", want, "client-go's store", theirStore)
 		})
 	}
+}
+
+// runUntilWatching runs the Reflector newReflector makes on the ConfigMaps
+// in ns until it has synced and opened its watch, stops it, and returns the
+// requests it made and what it stored.
+func runUntilWatching(t *testing.T, cs *kubernetes.Clientset, ns string, noStream bool, newReflector func(cache.ListerWatcher, cache.ReflectorStore) reflector) ([]string, []interface{}) {
+	t.Helper()
+	lw := &recordingLW{lw: configMapsLW(cs, ns), noStream: noStream, watched: make(chan struct{})}
+	s := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	store := track(s)
+	r := newReflector(lw, store)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { r.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	ctx, cancel := context.WithTimeout(t.Context(), minute)
+	defer cancel()
+	select {
+	case <-lw.watched:
+	case <-ctx.Done():
+		t.Fatalf("no watch opened within a minute")
+	}
+	err := store.n.waitUntil(ctx, func() bool {
+		_, listRV, _ := store.state()
+		return listRV != ""
+	})
+	if err != nil {
+		t.Fatalf("not synced within a minute: %v", err)
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.calls, s.List()
 }
 
 // TestWatchExampleOnACluster runs examples/watch read-only on the cluster,
 // as a user would with --kubeconfig.
 func TestWatchExampleOnACluster(t *testing.T) {
-	c := needCluster(t)
-	out, err := exec.CommandContext(t.Context(), "go", "run", "../examples/watch", "--kubeconfig", c.kubeconfig, "--duration", "3s").CombinedOutput()
+	t.Parallel()
+	out, err := exec.CommandContext(t.Context(), "go", "run", "../examples/watch", "--kubeconfig", testCluster.kubeconfig, "--duration", "3s").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "objects=") {
 		t.Fatalf("examples/watch --kubeconfig: %v\n%s", err, out)
 	}

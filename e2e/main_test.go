@@ -1,55 +1,38 @@
+//go:build e2e
+
 // Package e2e runs the Reflector against a real kube-apiserver and etcd on
-// loopback. hack/e2e/run.sh builds both from the Go module proxy and runs
-// this package with KREFLECTOR_E2E_BIN pointing at them; without it every
-// test skips, so `go test ./...` stays self-contained.
+// loopback. It builds only with the tag e2e: hack/e2e.sh builds both
+// servers, starts them with fresh data in a temporary directory
+// (hack/e2e/cluster.sh up), runs this package with KREFLECTOR_E2E_DIR set
+// to that directory, and always stops them and removes it afterwards.
+//
+// Tests that stop and start a server (through cluster.sh, as the script
+// does) are sequential and leave the cluster ready; every other test calls
+// t.Parallel, so that Go runs them only after the sequential ones.
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
-	"time"
 )
 
+// testCluster is the cluster in KREFLECTOR_E2E_DIR; TestMain sets it.
 var testCluster *cluster
 
-func TestMain(m *testing.M) { os.Exit(runWithCluster(m)) }
-
-func runWithCluster(m *testing.M) int {
-	bin := os.Getenv("KREFLECTOR_E2E_BIN")
-	if bin == "" {
-		return m.Run()
+func TestMain(m *testing.M) {
+	dir := os.Getenv("KREFLECTOR_E2E_DIR")
+	if dir == "" {
+		fmt.Fprintln(os.Stderr, "e2e: KREFLECTOR_E2E_DIR is not set. Run the suite with hack/e2e.sh:"+
+			" it builds and starts etcd and kube-apiserver on loopback, sets KREFLECTOR_E2E_DIR"+
+			" and passes its arguments to go test (hack/e2e.sh -run TestName).")
+		os.Exit(2)
 	}
-	dir, err := os.MkdirTemp("", "kreflector-e2e-")
+	c, err := openCluster(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := startCluster(ctx, bin, dir)
-	defer c.stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: starting the cluster: %v (logs in %s)\n", err, dir)
-		return 1
+		os.Exit(1)
 	}
 	testCluster = c
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: server logs kept in %s\n", dir)
-		return code
-	}
-	c.stop()
-	_ = os.RemoveAll(dir)
-	return code
-}
-
-// needCluster returns the running cluster, or skips t when there is none.
-func needCluster(t *testing.T) *cluster {
-	t.Helper()
-	if testCluster == nil {
-		t.Skip("no cluster: run hack/e2e/run.sh (it sets KREFLECTOR_E2E_BIN)")
-	}
-	return testCluster
+	os.Exit(m.Run())
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds a real kube-apiserver and etcd from the Go module proxy into
-# .cache/e2e/bin, for the end-to-end suite (see hack/e2e/run.sh). Nothing but
-# Go and network access to the module proxy is needed. Rebuilds are cheap:
-# Go's build cache keeps the compiled packages.
+# .cache/e2e/bin, for the end-to-end suite (see hack/e2e.sh). Nothing but Go
+# and network access to the module proxy is needed. The first build takes
+# minutes; afterwards the binaries are reused as long as
+# .cache/e2e/bin/VERSIONS names the versions asked for (binaries from before
+# the stamp existed are adopted when their --version output matches).
 #
 #   K8S_VERSION   Kubernetes release to build (default v1.37.2; its
 #                 staging modules are taken at the matching v0.x.y)
@@ -23,6 +25,22 @@ cd "$mod"
 k8s_mod=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 [ -n "$k8s_mod" ] || { echo "build.sh: cannot download k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
 etcd_version=${ETCD_VERSION:-$(sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[^ ]*\).*/\1/p' "$k8s_mod" | head -n 1)}
+
+stamp=$out/bin/VERSIONS
+want="kube-apiserver $K8S_VERSION
+etcd $etcd_version"
+if [ -x "$out/bin/kube-apiserver" ] && [ -x "$out/bin/etcd" ]; then
+  if [ ! -f "$stamp" ] &&
+    [ "$("$out/bin/kube-apiserver" --version)" = "Kubernetes $K8S_VERSION" ] &&
+    [ "$("$out/bin/etcd" --version | head -n 1)" = "etcd Version: ${etcd_version#v}" ]; then
+    printf '%s\n' "$want" > "$stamp"
+  fi
+  if [ "$(cat "$stamp" 2> /dev/null)" = "$want" ]; then
+    echo "build.sh: reusing kube-apiserver $K8S_VERSION and etcd $etcd_version in $out/bin" >&2
+    exit 0
+  fi
+fi
+rm -f "$stamp"
 
 {
   echo "module kreflector.local/e2e-tools"
@@ -47,3 +65,4 @@ GOFLAGS=-mod=mod go build -ldflags "$version_flags" -o "$out/bin/kube-apiserver"
 GOFLAGS=-mod=mod go build -o "$out/bin/etcd" go.etcd.io/etcd/server/v3
 "$out/bin/kube-apiserver" --version
 "$out/bin/etcd" --version | head -n 1
+printf '%s\n' "$want" > "$stamp"
