@@ -113,6 +113,12 @@ func (c *cluster) stopServer(t *testing.T, name string) {
 	c.run(t, t.Context(), "stop", name)
 }
 
+// killServer SIGKILLs name, as a crash would, and returns once it is gone.
+func (c *cluster) killServer(t *testing.T, name string) {
+	t.Helper()
+	c.run(t, t.Context(), "kill", name)
+}
+
 // startServer starts name again on the same ports, data and certificates,
 // and returns once it is ready.
 func (c *cluster) startServer(t *testing.T, name string) {

@@ -81,29 +81,39 @@ func logStats(t *testing.T, before, after cache.Stats) {
 }
 
 func TestAPIServerRestartMidWatch(t *testing.T) {
-	const existing = 200
-	x := startWatching(t, existing)
-	before := x.r.Stats()
-	mark := x.health.mark()
-	testCluster.stopServer(t, apiServer)
+	for _, how := range []struct {
+		name string
+		down func(*cluster, *testing.T, string)
+	}{
+		{"SIGTERM", (*cluster).stopServer}, // a graceful shutdown: watches end cleanly
+		{"SIGKILL", (*cluster).killServer}, // a crash: connections just drop
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			const existing = 200
+			x := startWatching(t, existing)
+			before := x.r.Stats()
+			mark := x.health.mark()
+			how.down(testCluster, t, apiServer)
 
-	ctx, cancel := context.WithTimeout(t.Context(), minute)
-	defer cancel()
-	down, err := x.health.waitFor(ctx, mark, func(h cache.Health) bool { return h.State == cache.Degraded })
-	if err != nil {
-		t.Fatalf("health not Degraded while kube-apiserver is down: %v (now %+v)", err, x.r.Health())
-	}
-	t.Logf("while kube-apiserver is down: %s %s (%v)", down.State, down.Reason, down.LastError)
+			ctx, cancel := context.WithTimeout(t.Context(), minute)
+			defer cancel()
+			down, err := x.health.waitFor(ctx, mark, func(h cache.Health) bool { return h.State == cache.Degraded })
+			if err != nil {
+				t.Fatalf("health not Degraded while kube-apiserver is down: %v (now %+v)", err, x.r.Health())
+			}
+			t.Logf("while kube-apiserver is down: %s %s (%v)", down.State, down.Reason, down.LastError)
 
-	testCluster.startServer(t, apiServer)
-	x.converge(t, existing)
-	after := x.r.Stats()
-	logStats(t, before, after)
-	if after.WatchesOpened <= before.WatchesOpened {
-		t.Errorf("no watch opened after the restart: %d then %d", before.WatchesOpened, after.WatchesOpened)
-	}
-	if n := after.WatchEnds[cache.WatchUnreachable] - before.WatchEnds[cache.WatchUnreachable]; n == 0 {
-		t.Errorf("no watch refused while kube-apiserver was down: watch ends %v", after.WatchEnds)
+			testCluster.startServer(t, apiServer)
+			x.converge(t, existing)
+			after := x.r.Stats()
+			logStats(t, before, after)
+			if after.WatchesOpened <= before.WatchesOpened {
+				t.Errorf("no watch opened after the restart: %d then %d", before.WatchesOpened, after.WatchesOpened)
+			}
+			if n := after.WatchEnds[cache.WatchUnreachable] - before.WatchEnds[cache.WatchUnreachable]; n == 0 {
+				t.Errorf("no watch refused while kube-apiserver was down: watch ends %v", after.WatchEnds)
+			}
+		})
 	}
 }
 

@@ -12,6 +12,9 @@
 #   cluster.sh stop NAME DIR     stop NAME (etcd or kube-apiserver): SIGTERM to
 #                                the pid in DIR/NAME.pid, SIGKILL after
 #                                STOP_TIMEOUT seconds; returns once it is gone
+#   cluster.sh kill NAME DIR     SIGKILL NAME at once (a crash: no graceful
+#                                close of its connections); returns once it
+#                                is gone
 #   cluster.sh start NAME DIR    start NAME again with the command line fixed
 #                                at `up` (same ports, data and certificates)
 #                                unless it runs, and wait until it is ready
@@ -123,14 +126,15 @@ cmd_start() {
   echo "cluster.sh: $name ready (pid $pid)" >&2
 }
 
+# cmd_stop NAME DIR [SIGNAL]: SIGNAL (TERM) first, SIGKILL after the timeout.
 cmd_stop() {
-  local name=$1 dir=$2 pid i
+  local name=$1 dir=$2 signal=${3:-TERM} pid i
   case $name in etcd | kube-apiserver) ;; *) die "unknown server $name" ;; esac
   if ! pid=$(running "$name" "$dir"); then
     rm -f "$dir/$name.pid"
     return 0
   fi
-  kill -TERM "$pid" 2>/dev/null || true
+  kill "-$signal" "$pid" 2>/dev/null || true
   for ((i = 0; i < stop_timeout * 10; i++)); do
     running "$name" "$dir" > /dev/null || break
     sleep 0.1
@@ -219,12 +223,13 @@ cmd_logs() {
   done
 }
 
-usage() { die "usage: cluster.sh up DIR | down DIR | stop NAME DIR | start NAME DIR | logs DIR [N]"; }
+usage() { die "usage: cluster.sh up DIR | down DIR | stop NAME DIR | kill NAME DIR | start NAME DIR | logs DIR [N]"; }
 
 case ${1:-} in
 up) [ $# -eq 2 ] || usage; cmd_up "$2" ;;
 down) [ $# -eq 2 ] || usage; cmd_down "$2" ;;
 stop) [ $# -eq 3 ] || usage; cmd_stop "$2" "$3" ;;
+kill) [ $# -eq 3 ] || usage; cmd_stop "$2" "$3" KILL ;;
 start) [ $# -eq 3 ] || usage; cmd_start "$2" "$3" ;;
 logs) [ $# -ge 2 ] || usage; cmd_logs "$2" "${3:-50}" ;;
 *) usage ;;
