@@ -67,19 +67,32 @@ type Health struct {
 // health owns a Reflector's Health. The loop goroutine writes it; any
 // goroutine may read it or wait for a change.
 type health struct {
-	mu       sync.Mutex
-	cur      Health
-	changed  chan struct{} // closed and replaced on every change
+	mu  sync.Mutex
+	cur Health
+	// changed is closed at the next change; it is made only when someone
+	// waits for one (nil otherwise), so changes nobody waits for cost no
+	// allocation.
+	changed  chan struct{}
 	onChange func(Health)
 }
 
 func newHealth(now time.Time, onChange func(Health)) *health {
-	return &health{cur: Health{State: Syncing, Since: now}, changed: make(chan struct{}), onChange: onChange}
+	return &health{cur: Health{State: Syncing, Since: now}, onChange: onChange}
 }
 
-func (h *health) snapshot() (Health, <-chan struct{}) {
+func (h *health) snapshot() Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.cur
+}
+
+// next returns the health now and a channel closed at its next change.
+func (h *health) next() (Health, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.changed == nil {
+		h.changed = make(chan struct{})
+	}
 	return h.cur, h.changed
 }
 
@@ -99,9 +112,9 @@ func (h *health) set(state HealthState, reason DegradedReason, err error, now ti
 	}
 	changed := next != h.cur
 	h.cur = next
-	if changed {
+	if changed && h.changed != nil {
 		close(h.changed)
-		h.changed = make(chan struct{})
+		h.changed = nil
 	}
 	h.mu.Unlock()
 	if changed && h.onChange != nil {
@@ -131,10 +144,7 @@ func classify(err error, fallback DegradedReason) DegradedReason {
 }
 
 // Health returns the Reflector's current health. Safe from any goroutine.
-func (r *Reflector) Health() Health {
-	h, _ := r.health.snapshot()
-	return h
-}
+func (r *Reflector) Health() Health { return r.health.snapshot() }
 
 // HasSynced reports whether the store has been filled from a LIST or a
 // WatchList at least once. Safe from any goroutine.
@@ -149,7 +159,7 @@ var ErrNotSynced = errors.New("reflector has not synced")
 // apierrors.IsForbidden(err) tells an RBAC problem from a slow server.
 func (r *Reflector) WaitForSync(ctx context.Context) error {
 	for {
-		h, changed := r.health.snapshot()
+		h, changed := r.health.next()
 		if h.HasSynced {
 			return nil
 		}

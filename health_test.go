@@ -81,3 +81,22 @@ func TestWaitForSyncWithoutError(t *testing.T) {
 		}
 	})
 }
+
+func TestHealthChangesNobodyWaitsForDoNotAllocate(t *testing.T) {
+	h := newHealth(time.Unix(0, 0), nil)
+	err := errors.New("down")
+	allocs := testing.AllocsPerRun(20, func() {
+		h.set(Degraded, ReasonListFailing, err, time.Unix(1, 0))
+		h.healthy(time.Unix(2, 0))
+	})
+	if allocs != 0 {
+		t.Fatalf("a change nobody waits for allocated %v times", allocs)
+	}
+	_, changed := h.next()
+	h.set(Degraded, ReasonListFailing, err, time.Unix(3, 0))
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a waiter's channel was not closed by the change")
+	}
+}

@@ -28,9 +28,11 @@ type pageRetry struct {
 	clock clock.Clock
 	// limit is how many consecutive failures of one page are retried.
 	limit int
-	cfg   wait.Backoff
-	seed  [2]uint64
-	rand  *rand.Rand
+	// cfg is the Reflector's backoff configuration, which nothing changes
+	// after construction, so the LIST's goroutine may read it.
+	cfg  *wait.Backoff
+	seed [2]uint64
+	rand *rand.Rand
 	// streak is the backoff of the current run of failures; nil when the
 	// last page succeeded.
 	streak *backoff
@@ -46,7 +48,7 @@ func (r *Reflector) newPageRetry() pageRetry {
 	return pageRetry{
 		clock: r.clock,
 		limit: r.pageRetries,
-		cfg:   r.backoff.initial,
+		cfg:   &r.backoff.initial,
 		seed:  [2]uint64{r.rand.Uint64(), r.rand.Uint64()},
 	}
 }
@@ -60,7 +62,7 @@ func (p *pageRetry) wait(ctx context.Context, err error) bool {
 		return false
 	}
 	if p.streak == nil {
-		p.streak = newBackoff(p.cfg, 0)
+		p.streak = newBackoff(*p.cfg, 0)
 	}
 	if p.rand == nil {
 		p.rand = rand.New(rand.NewPCG(p.seed[0], p.seed[1]))

@@ -113,7 +113,8 @@ func TestPageRetriesAreBoundedAndCanBeTurnedOff(t *testing.T) {
 
 func TestPageRetryStopsOnNonTransientErrorsAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &pageRetry{limit: 5, cfg: defaultBackoff()}
+		cfg := defaultBackoff()
+		p := &pageRetry{limit: 5, cfg: &cfg}
 		if p.wait(t.Context(), apierrors.NewForbidden(cmGVR, "", errors.New("no"))) {
 			t.Fatal("a 403 must not be retried")
 		}

@@ -125,7 +125,6 @@ type Reflector struct {
 	backoff         *backoff
 	// pageRetries is the page retry limit of LISTs; negative for none.
 	pageRetries       int
-	useWatchList      bool
 	watchErrorHandler WatchErrorHandlerWithContext
 
 	health *health
@@ -149,7 +148,8 @@ type Reflector struct {
 	serverSendsBookmarks bool
 	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
 	// means it has no watch cache: later relists then keep paging.
-	pagedAtRV0 bool
+	pagedAtRV0   bool
+	useWatchList bool
 }
 
 // NewReflector creates a Reflector named after the caller's file:line.

@@ -51,10 +51,13 @@ type statsRecorder struct {
 
 	mu sync.Mutex
 	// s holds everything but the counts by cause and type, which are
-	// indexed like ListCauses, WatchEndCauses and EventTypes.
+	// indexed like ListCauses, WatchEndCauses and EventTypes. Lists and
+	// watch ends happen a few times a second at most, even in a failure
+	// loop held back by backoff, so 32 bits count them for over a century;
+	// events get 64.
 	s                 Stats
-	lists, watchLists [numListCauses]uint64
-	watchEnds         [numWatchEndCauses]uint64
+	lists, watchLists [numListCauses]uint32
+	watchEnds         [numWatchEndCauses]uint32
 	events            [numEventTypes]uint64
 	// started is when the first ListAndWatch began; zero before.
 	started time.Time
@@ -70,13 +73,13 @@ const (
 )
 
 // count adds one to the count of k, a value of set, in counts.
-func count[K comparable](counts []uint64, set []K, k K) { counts[slices.Index(set, k)]++ }
+func count[K comparable](counts []uint32, set []K, k K) { counts[slices.Index(set, k)]++ }
 
 // countsByValue returns counts as a map from every value of set.
-func countsByValue[K comparable](counts []uint64, set []K) map[K]uint64 {
+func countsByValue[K comparable, N uint32 | uint64](counts []N, set []K) map[K]uint64 {
 	m := make(map[K]uint64, len(set))
 	for i, k := range set {
-		m[k] = counts[i]
+		m[k] = uint64(counts[i])
 	}
 	return m
 }
@@ -173,9 +176,14 @@ const (
 // eventBatch counts the events of one burst without locking; flush hands
 // the counts to the recorder at once.
 type eventBatch struct {
-	counts   [numEventTypes]uint64 // indexed like EventTypes
+	// counts are indexed like EventTypes. A burst holds at most burst+1
+	// events, so 16 bits are plenty (the constant below fails to compile
+	// if burst ever outgrows them).
+	counts   [numEventTypes]uint16
 	bookmark bool
 }
+
+const _ = uint16(burst + 1)
 
 // count adds an event whose type has index i in EventTypes.
 func (b *eventBatch) count(i int) {
@@ -190,7 +198,7 @@ func (b *eventBatch) count(i int) {
 func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
 	r.mu.Lock()
 	for i, n := range b.counts {
-		r.events[i] += n
+		r.events[i] += uint64(n)
 	}
 	r.s.LastEvent = now
 	if b.bookmark {
