@@ -192,7 +192,8 @@ func TestForbiddenListIsTheCauseWaitForSyncReturns(t *testing.T) {
 	t.Parallel()
 	cs := client(t, testCluster.stranger)
 	lw := configMapsLW(cs, metav1.NamespaceDefault)
-	r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{})
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{})
 	runReflector(t, r)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -202,5 +203,13 @@ func TestForbiddenListIsTheCauseWaitForSyncReturns(t *testing.T) {
 	}
 	if h := r.Health(); h.State != cache.Degraded || h.Reason != cache.ReasonForbidden {
 		t.Fatalf("health %+v", h)
+	}
+	// What the server lists for this user is nothing but a 403, so the
+	// store must end as it began: empty.
+	if _, err := serverList(t.Context(), cs, "configmaps", metav1.NamespaceDefault); !apierrors.IsForbidden(err) {
+		t.Fatalf("the server's LIST for this user: %v, want Forbidden", err)
+	}
+	if objs := store.List(); len(objs) != 0 {
+		t.Fatalf("the store holds %d objects the user may not list", len(objs))
 	}
 }
