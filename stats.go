@@ -179,17 +179,16 @@ type eventBatch struct {
 	// counts are indexed like EventTypes. A burst holds at most burst+1
 	// events, so 16 bits are plenty (the constant below fails to compile
 	// if burst ever outgrows them).
-	counts   [numEventTypes]uint16
-	bookmark bool
+	counts [numEventTypes]uint16
 }
 
 const _ = uint16(burst + 1)
 
 // count adds an event whose type has index i in EventTypes.
-func (b *eventBatch) count(i int) {
-	b.counts[i]++
-	b.bookmark = b.bookmark || i == idxBookmark
-}
+func (b *eventBatch) count(i int) { b.counts[i]++ }
+
+// hasBookmark reports whether the batch holds a bookmark.
+func (b *eventBatch) hasBookmark() bool { return b.counts[idxBookmark] != 0 }
 
 // flush records the batch as having arrived at now, with rv the newest
 // resourceVersion the store reached, and empties the batch. It runs once
@@ -201,7 +200,7 @@ func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
 		r.events[i] += uint64(n)
 	}
 	r.s.LastEvent = now
-	if b.bookmark {
+	if b.hasBookmark() {
 		r.s.LastBookmark = now
 	}
 	if r.m != nil {
@@ -219,7 +218,7 @@ func (r *statsRecorder) flushMetricsLocked(b *eventBatch, now time.Time) {
 		}
 	}
 	r.m.gauge(MetricLastEventTimestamp).Set(unixSeconds(now))
-	if b.bookmark {
+	if b.hasBookmark() {
 		r.m.gauge(MetricLastBookmarkTimestamp).Set(unixSeconds(now))
 	}
 }

@@ -88,8 +88,9 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 			if done, err := s.drain(ev, open, ch); done || err != nil {
 				return s.endReached, err
 			}
-			s.stall.activity(s.batch.bookmark)
-			s.c.r.serverSendsBookmarks = s.c.r.serverSendsBookmarks || s.batch.bookmark
+			bookmark := s.batch.hasBookmark()
+			s.stall.activity(bookmark)
+			s.c.r.serverSendsBookmarks = s.c.r.serverSendsBookmarks || bookmark
 			s.endBurst()
 			s.c.flowing()
 		}
@@ -202,6 +203,10 @@ func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
 	if unsupportedTableObject(ev.Object) {
 		s.report(fmt.Errorf("%w: Table objects cannot be stored", ErrUnexpectedObject), ev)
 		return nil, false
+	}
+	if obj, ok := ev.Object.(metav1.Object); ok {
+		// What meta.Accessor would return, without the call.
+		return obj, true
 	}
 	obj, err := meta.Accessor(ev.Object)
 	if err != nil {
