@@ -148,7 +148,9 @@ func runUntilWatching(t *testing.T, cs *kubernetes.Clientset, ns string, noStrea
 }
 
 // TestWatchExampleOnACluster runs examples/watch read-only on the cluster,
-// as a user would with --kubeconfig.
+// as a user would with --kubeconfig. The ConfigMaps of every namespace are
+// listed, as many as the other tests have left by then, so the sync gets
+// the example's own minute, and the watching after it 3 s.
 func TestWatchExampleOnACluster(t *testing.T) {
 	t.Parallel()
 	out, err := exec.CommandContext(t.Context(), "go", "run", "../examples/watch", "--kubeconfig", testCluster.kubeconfig, "--duration", "3s").CombinedOutput()

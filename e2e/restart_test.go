@@ -69,8 +69,12 @@ func (x *restartSetup) converge(t *testing.T, existing int) {
 		t.Fatalf("after the restart: %v (health %+v)", err, x.r.Health())
 	}
 	assertMatchesServer(t, cs, "configmaps", x.ns, "store", x.s.List())
-	if h := x.r.Health(); h.State != cache.Synced {
-		t.Errorf("health after converging: %+v, want Synced", h)
+	// The store can reach the workload's end inside the Replace of a
+	// relist, a moment before the Reflector marks itself Synced, so the
+	// health is waited for rather than read once.
+	// Every change of health is recorded, and wakes the wait.
+	if err := x.health.n.waitUntil(ctx, func() bool { return x.r.Health().State == cache.Synced }); err != nil {
+		t.Errorf("health after converging: %+v, want Synced (%v)", x.r.Health(), err)
 	}
 }
 

@@ -193,9 +193,21 @@ func TestForbiddenListIsTheCauseWaitForSyncReturns(t *testing.T) {
 	cs := client(t, testCluster.stranger)
 	lw := configMapsLW(cs, metav1.NamespaceDefault)
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{})
+	health := &healthLog{}
+	r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{OnHealthChange: health.record})
 	runReflector(t, r)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	// WaitForSync returns only when its context ends, with the last
+	// LIST's error as the cause. A fixed wait would have to cover the
+	// first LIST on a busy server, so the test first waits (up to a
+	// minute) for that LIST's answer to show in the health, and then
+	// gives WaitForSync a moment.
+	forbidden := func(h cache.Health) bool { return h.Reason == cache.ReasonForbidden }
+	ctx, cancel := context.WithTimeout(t.Context(), minute)
+	defer cancel()
+	if _, err := health.waitFor(ctx, 0, forbidden); err != nil {
+		t.Fatalf("health never Degraded(Forbidden): %v; last %+v", err, r.Health())
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	err := r.WaitForSync(ctx)
 	if !apierrors.IsForbidden(err) || !errors.Is(err, cache.ErrNotSynced) {

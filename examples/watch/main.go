@@ -37,6 +37,7 @@ const stepInterval = 2 * time.Millisecond
 
 type config struct {
 	duration   time.Duration
+	syncWait   time.Duration
 	objects    int
 	faultRate  float64
 	kubeconfig string
@@ -45,7 +46,8 @@ type config struct {
 
 func main() {
 	var cfg config
-	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to run the workload (demo) or to watch (cluster)")
+	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to run the workload (demo) or to watch once synced (cluster)")
+	flag.DurationVar(&cfg.syncWait, "sync-timeout", time.Minute, "how long to wait for the initial sync of a cluster's ConfigMaps")
 	flag.IntVar(&cfg.objects, "objects", 200, "how many ConfigMaps the demo workload keeps around")
 	flag.Float64Var(&cfg.faultRate, "fault-rate", 1, "average faults injected per second (demo)")
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "watch the cluster of this kubeconfig read-only instead of the demo server")
@@ -55,8 +57,8 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if cfg.faultRate < 0 || cfg.faultRate > 1/stepInterval.Seconds() || cfg.objects < 1 || cfg.duration <= 0 {
-		fmt.Fprintf(os.Stderr, "watch: --fault-rate must be in [0, %g], --objects and --duration positive\n", 1/stepInterval.Seconds())
+	if cfg.faultRate < 0 || cfg.faultRate > 1/stepInterval.Seconds() || cfg.objects < 1 || cfg.duration <= 0 || cfg.syncWait <= 0 {
+		fmt.Fprintf(os.Stderr, "watch: --fault-rate must be in [0, %g], --objects, --duration and --sync-timeout positive\n", 1/stepInterval.Seconds())
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -202,14 +204,20 @@ func watchCluster(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { r.RunWithContext(ctx); close(done) }()
-	if err := r.WaitForSync(ctx); err != nil {
+	syncCtx, syncCancel := context.WithTimeout(ctx, cfg.syncWait)
+	defer syncCancel()
+	if err := r.WaitForSync(syncCtx); err != nil {
+		cancel()
 		<-done
 		return fmt.Errorf("initial sync: %w", err)
 	}
+	// The watching time starts once the store is synced.
+	stop := time.AfterFunc(cfg.duration, cancel)
+	defer stop.Stop()
 	st := newStatus(os.Stdout, r, store)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
