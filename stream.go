@@ -235,8 +235,8 @@ func (s *streamer) report(err error, ev watch.Event) {
 }
 
 // dispatch sends an accepted event to the store (or the initial-events
-// buffer). Store errors are reported through utilruntime.HandleError and
-// the stream goes on, as in client-go.
+// buffer). A store error is only logged (the Reflector's logger, at error
+// level) and the stream goes on, as in client-go.
 func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 	var err error
 	switch ev.Type {
