@@ -42,6 +42,9 @@ type cycle struct {
 	w watch.Interface
 	// wStart is when w was requested (for the very-short-watch rule).
 	wStart time.Time
+	// wEnd is when the server should end w, by the timeout w was requested
+	// with; zero if none.
+	wEnd time.Time
 	// fromSynthetic: w started at RV "" or "0", so it opens with synthetic
 	// ADDED events in no particular order; RVs are not propagated until a
 	// non-ADDED event shows that phase is over.
@@ -202,7 +205,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		AllowWatchBookmarks: true,
 	}
 	c.fromSynthetic = opts.ResourceVersion == "" || opts.ResourceVersion == "0"
-	c.wStart = c.r.clock.Now()
+	c.requested(opts)
 	w, err, ok := c.startWatch(ctx, opts)
 	switch {
 	case !ok:
@@ -227,6 +230,15 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
 		c.r.health.failed(err, ReasonWatchFailed, c.r.clock.Now())
 		return phaseDone
+	}
+}
+
+// requested notes that a watch with opts is being requested now.
+func (c *cycle) requested(opts metav1.ListOptions) {
+	c.wStart = c.r.clock.Now()
+	c.wEnd = time.Time{}
+	if t := opts.TimeoutSeconds; t != nil && *t > 0 {
+		c.wEnd = c.wStart.Add(time.Duration(*t) * time.Second)
 	}
 }
 

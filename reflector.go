@@ -68,8 +68,11 @@ type ReflectorOptions struct {
 	WatchListRefusalMemory time.Duration
 	// StallWindow: once a watch has delivered a bookmark, silence (no event
 	// and no bookmark) for this long ends it as stalled and the Reflector
-	// re-watches from the last resourceVersion. Zero means 3 minutes;
-	// negative turns detection off.
+	// re-watches from the last resourceVersion. Once any watch has
+	// delivered a bookmark, a watch that delivers none is also ended as
+	// stalled if it stays open and silent this long past the timeout it was
+	// requested with (the server should have closed it). Zero means 3
+	// minutes; negative turns detection off.
 	StallWindow time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
@@ -144,7 +147,7 @@ type Reflector struct {
 	watchListOffUntil time.Time
 	stallWindow       time.Duration
 	// serverSendsBookmarks: a watch has delivered a bookmark, so every
-	// watch from now on is watched for stalls from its start.
+	// watch from now on is expected to end by its requested timeout.
 	serverSendsBookmarks bool
 	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
 	// means it has no watch cache: later relists then keep paging.

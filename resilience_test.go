@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,30 +15,45 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// A watch that never delivers anything is stalled too, once an earlier
-// watch has shown that the server sends bookmarks.
-func TestWatchSilentFromTheStartIsStalledOnceBookmarksAreKnown(t *testing.T) {
+// zeroSource makes a rand.Rand whose draws are all zero, so that watch
+// timeouts are exactly MinWatchTimeout.
+type zeroSource struct{}
+
+func (zeroSource) Uint64() uint64 { return 0 }
+
+// A watch that delivers nothing, after an earlier one delivered bookmarks,
+// is not stalled by the window alone: kube-apiserver sends a watch that
+// starts at the newest resourceVersion of a resource nobody writes no
+// bookmark at all. It is stalled once it stays open a window past the
+// timeout it asked for, which the server would have honoured.
+func TestWatchSilentFromTheStartIsStalledPastItsTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{
 			{events: []watch.Event{bookmark("12", false)}, closeAfter: time.Minute},
-			{hang: true}, // lost in transit: not a byte, ever
+			{hang: true}, // quiet resource, or lost in transit: not a byte
 		})
 		lw.noWL = true
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		opts := noWatchList
+		opts.Rand = rand.New(zeroSource{})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { r.RunWithContext(ctx); close(done) }()
 		defer func() { cancel(); <-done }()
-		<-lw.drained // the silent watch is open
-		time.Sleep(defaultStallWindow - time.Second)
+		<-lw.drained // the silent watch is open, asked to end in 5 minutes
+		time.Sleep(defaultMinWatchTimeout + defaultStallWindow - time.Second)
 		synctest.Wait()
 		if h := r.Health(); h.State != Synced {
-			t.Fatalf("stalled before the window ended: %+v", h)
+			t.Fatalf("a silent watch was called stalled before its timeout and a window passed: %+v", h)
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if h := r.Health(); h.State != Degraded || h.Reason != ReasonStalled {
-			t.Fatalf("a watch silent for the whole window after bookmarks were seen: health %+v", h)
+		h := r.Health()
+		if h.State != Degraded || h.Reason != ReasonStalled || !errors.Is(h.LastError, ErrWatchStalled) {
+			t.Fatalf("a watch open and silent a window past its timeout: health %+v", h)
+		}
+		if !strings.Contains(h.LastError.Error(), "after the timeout") {
+			t.Fatalf("the error should say the watch outlived its timeout: %v", h.LastError)
 		}
 		if calls := lw.recorded(); len(calls) != 4 || !strings.HasPrefix(calls[3], `WATCH rv="12"`) {
 			t.Fatalf("calls %q: want a re-watch from the last bookmark", calls)

@@ -2,12 +2,15 @@ package cache
 
 import (
 	"context"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestSilentWatchAfterBookmarkIsStalled(t *testing.T) {
@@ -55,6 +58,101 @@ func TestSilentWatchWithoutBookmarksIsNotStalled(t *testing.T) {
 		r.RunWithContext(ctx)
 		if calls := lw.recorded(); len(calls) != 2 {
 			t.Fatalf("a server that never sends bookmarks must not be called stalled: %q", calls)
+		}
+	})
+}
+
+// The initial-events-end bookmark of a WatchList shows that the server
+// sends bookmarks, but not that this watch will get more: on a resource
+// nobody writes, kube-apiserver sends none after it. So the window alone
+// does not end the watch; outliving its timeout by a window does.
+func TestWatchListEndBookmarkDoesNotStartTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), bookmark("2", true)}, hang: true}})
+		opts := ReflectorOptions{Rand: rand.New(zeroSource{})}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.RunWithContext(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		<-lw.drained
+		time.Sleep(defaultMinWatchTimeout + defaultStallWindow - time.Second)
+		synctest.Wait()
+		if h := r.Health(); h.State != Synced || len(lw.recorded()) != 1 {
+			t.Fatalf("quiet WatchList stream ended before its timeout and a window: %+v, calls %q", h, lw.recorded())
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if h := r.Health(); h.Reason != ReasonStalled {
+			t.Fatalf("a WatchList stream open a window past its timeout: health %+v", h)
+		}
+		if calls := lw.recorded(); len(calls) != 2 || !strings.HasPrefix(calls[1], `WATCH rv="2"`) {
+			t.Fatalf("calls %q: want a re-watch from the end bookmark's RV", calls)
+		}
+	})
+}
+
+// The detector's own rules, on a fake clock.
+func TestStallDetectorRules(t *testing.T) {
+	const window = 3 * time.Minute
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fires := func(d *stallDetector) bool {
+		select {
+		case <-d.C():
+			return true
+		default:
+			return false
+		}
+	}
+	// after advances the clock and reports whether the watch is stalled,
+	// checking only when the timer fires, as the streamer does.
+	after := func(c *clocktesting.FakeClock, d *stallDetector, by time.Duration) bool {
+		c.Step(by)
+		return fires(d) && d.stalled() != nil
+	}
+
+	t.Run("a bookmark during a watch armed by its end starts the window", func(t *testing.T) {
+		c := clocktesting.NewFakeClock(t0)
+		d := &stallDetector{clock: c, window: window}
+		d.expectEnd(t0.Add(10 * time.Minute))
+		c.Step(time.Minute)
+		d.activity(true)
+		if after(c, d, window-time.Second) {
+			t.Fatal("stalled before the window")
+		}
+		if !after(c, d, 2*time.Second) {
+			t.Fatal("silent for a window after a bookmark, yet not stalled")
+		}
+	})
+	t.Run("events past the promised end keep the watch alive", func(t *testing.T) {
+		c := clocktesting.NewFakeClock(t0)
+		d := &stallDetector{clock: c, window: window}
+		d.expectEnd(t0.Add(5 * time.Minute))
+		c.Step(5*time.Minute + window - time.Second)
+		d.activity(false)
+		if after(c, d, 2*time.Second) {
+			t.Fatal("stalled although an event came a second ago")
+		}
+		if !after(c, d, window) {
+			t.Fatal("silent for a window after the last event past the end, yet not stalled")
+		}
+	})
+	t.Run("events alone do not arm it", func(t *testing.T) {
+		c := clocktesting.NewFakeClock(t0)
+		d := &stallDetector{clock: c, window: window}
+		d.activity(false)
+		c.Step(time.Hour)
+		if d.C() != nil {
+			t.Fatal("armed without a bookmark or an expected end")
+		}
+	})
+	t.Run("a negative window turns it off", func(t *testing.T) {
+		c := clocktesting.NewFakeClock(t0)
+		d := &stallDetector{clock: c, window: -1}
+		d.expectEnd(t0.Add(time.Minute))
+		d.activity(true)
+		if d.C() != nil {
+			t.Fatal("armed with detection off")
 		}
 	})
 }

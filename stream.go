@@ -48,10 +48,10 @@ type streamer struct {
 func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 	s := &streamer{c: c, w: w, start: c.wStart}
 	s.stall = stallDetector{clock: c.r.clock, window: c.r.stallWindow}
-	if c.r.serverSendsBookmarks {
-		// An earlier watch showed that the server sends bookmarks, so this
-		// one is expected to deliver something from the start.
-		s.stall.activity(true)
+	if c.r.serverSendsBookmarks && !c.wEnd.IsZero() {
+		// The server sends bookmarks, so it is a real one that also ends
+		// watches at the timeout they asked for.
+		s.stall.expectEnd(c.wEnd)
 	}
 	if watchList {
 		s.initial = newInitialEvents(c.r.store)
@@ -77,24 +77,32 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 		case <-ctx.Done():
 			return s.endReached, errStopRequested
 		case <-s.stall.C():
-			if s.stall.stalled() {
-				return s.endReached, ErrWatchStalled
+			if err := s.stall.stalled(); err != nil {
+				return s.endReached, err
 			}
 		case <-s.resyncC():
 			if err := s.c.resync.fire(s.c.r.store, s.c.r.ShouldResync); err != nil {
 				return s.endReached, err
 			}
 		case ev, open := <-ch:
-			if done, err := s.drain(ev, open, ch); done || err != nil {
+			done, err := s.drain(ev, open, ch)
+			s.sawBurst()
+			if done || err != nil {
 				return s.endReached, err
 			}
-			bookmark := s.batch.hasBookmark()
-			s.stall.activity(bookmark)
-			s.c.r.serverSendsBookmarks = s.c.r.serverSendsBookmarks || bookmark
 			s.endBurst()
 			s.c.flowing()
 		}
 	}
+}
+
+// sawBurst tells the stall detector about the burst just applied and
+// remembers that the server sends bookmarks if the burst carried one (the
+// initial-events-end bookmark included).
+func (s *streamer) sawBurst() {
+	bookmark := s.batch.hasBookmark()
+	s.stall.activity(bookmark)
+	s.c.r.serverSendsBookmarks = s.c.r.serverSendsBookmarks || bookmark
 }
 
 // endBurst publishes what a burst of events changed: the resume position

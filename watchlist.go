@@ -28,7 +28,6 @@ func (c *cycle) watchList(ctx context.Context) phase {
 // again when another attempt should follow.
 func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	r := c.r
-	start := r.clock.Now()
 	cause := r.takeListCause()
 	r.stats.watchListed(cause)
 	opts := metav1.ListOptions{
@@ -38,7 +37,8 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		TimeoutSeconds:       r.watchTimeout(),
 	}
-	c.wStart = start
+	c.requested(opts)
+	start := c.wStart
 	w, err, ok := c.startWatch(ctx, opts)
 	if !ok {
 		return phaseDone, false
