@@ -59,7 +59,8 @@ const (
 	WatchUnreachable WatchEndCause = "unreachable"
 	// WatchInternalError: a 500 on the stream.
 	WatchInternalError WatchEndCause = "internal_error"
-	// WatchStalled: silent past the stall window after bookmarks.
+	// WatchStalled: silent for the stall window after a bookmark, or that
+	// long past the watch's requested timeout (see StallWindow).
 	WatchStalled WatchEndCause = "stalled"
 	// WatchResyncFailed: the store's Resync returned an error.
 	WatchResyncFailed WatchEndCause = "resync_failed"

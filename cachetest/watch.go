@@ -38,7 +38,11 @@ func (r *Resource) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // Invalid, as a server without the WatchList feature refuses it. Label and
 // field selectors filter events; an update moving an object into or out of
 // them arrives as ADDED or DELETED. With allowWatchBookmarks, a BOOKMARK
-// carrying the newest resourceVersion comes every Options.BookmarkInterval.
+// carrying the resourceVersion of the type's newest change comes every
+// Options.BookmarkInterval, once that change is past the resourceVersion
+// the watch started at: as in kube-apiserver, a watch on a type nobody
+// writes gets no bookmark (but the initial-events-end one), and changes to
+// other types do not count.
 // The watch ends cleanly after TimeoutSeconds (or MinRequestTimeout) on the
 // clock, when ctx ends, when Stop is called, and when the server closes it.
 func (r *Resource) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -108,6 +112,21 @@ func (r *Resource) newWatchSpec(in internalversion.ListOptions) (watchSpec, erro
 	return spec, nil
 }
 
+// progressLocked is the newest resourceVersion the watch cache of r's type
+// knows when a watch from start opens: the type's newest change past start,
+// or start. Changes to other types do not move it, as each type has its own
+// cache in kube-apiserver. (etcd's progress notifications, which move a
+// quiet type's cache about every 10 minutes there, are not modelled.)
+func (r *Resource) progressLocked(start uint64) uint64 {
+	p := start
+	for _, c := range r.srv.hist.since(start) {
+		if c.resource == r.t.id {
+			p = c.rv
+		}
+	}
+	return p
+}
+
 // openLocked registers a watch for spec and starts its goroutine; the
 // events it must begin with are computed here, under the server's lock, so
 // that none is missed or repeated.
@@ -140,7 +159,7 @@ func (r *Resource) openLocked(ctx context.Context, spec watchSpec, p predicate) 
 	} else {
 		w.pending = r.initialEventsLocked(w, spec, start)
 	}
-	w.progress = h.rev
+	w.progress = r.progressLocked(start)
 	s.watchers[w] = struct{}{}
 	s.wg.Add(1)
 	go w.run()

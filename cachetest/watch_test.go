@@ -125,7 +125,7 @@ func TestWatchSelectorsTurnUpdatesIntoAddsAndDeletes(t *testing.T) {
 	})
 }
 
-func TestBookmarksCarryTheNewestResourceVersion(t *testing.T) {
+func TestBookmarksCarryTheTypesNewestResourceVersion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, cms := newServer(t, cachetest.Options{})
 		pods := srv.Resource(cachetest.Type{Resource: "pods", Object: &corev1.Pod{}, List: &corev1.PodList{}})
@@ -141,12 +141,38 @@ func TestBookmarksCarryTheNewestResourceVersion(t *testing.T) {
 		time.Sleep(time.Second)
 		ev := <-w.ResultChan()
 		bm, ok := ev.Object.(*corev1.ConfigMap)
-		if ev.Type != watch.Bookmark || !ok || bm.ResourceVersion != "3" || bm.Name != "" {
-			t.Fatalf("got %s (%T), want a ConfigMap BOOKMARK with only resourceVersion 3", describeEvent(ev), ev.Object)
+		// 2, the newest ConfigMap change (outside the watch's namespace):
+		// the Pod's 3 is another type's and does not move this one.
+		if ev.Type != watch.Bookmark || !ok || bm.ResourceVersion != "2" || bm.Name != "" {
+			t.Fatalf("got %s (%T), want a ConfigMap BOOKMARK with only resourceVersion 2", describeEvent(ev), ev.Object)
 		}
 		time.Sleep(time.Minute)
-		expectEvents(t, w, "BOOKMARK @3")
+		expectEvents(t, w, "BOOKMARK @2")
 		expectEvents(t, quiet, "ADDED b/x@2")
+	})
+}
+
+// A watch that starts at its type's newest resourceVersion gets no
+// bookmark until that type changes, as in kube-apiserver, whatever other
+// types do; then it gets one every interval, changes or not.
+func TestQuietTypeGetsNoBookmark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		pods := srv.Resource(cachetest.Type{Resource: "pods", Object: &corev1.Pod{}, List: &corev1.PodList{}})
+		create(t, cms, "a/x")
+		w := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true})
+		if _, err := pods.Create(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Minute)
+		expectEvents(t, w)
+		create(t, cms, "a/y") // 3
+		time.Sleep(time.Minute)
+		expectEvents(t, w, "ADDED a/y@3", "BOOKMARK @3")
+		for range 3 {
+			time.Sleep(time.Minute)
+			expectEvents(t, w, "BOOKMARK @3")
+		}
 	})
 }
 

@@ -35,8 +35,8 @@ type watcher struct {
 	mu sync.Mutex
 	// queue holds events not yet taken by the goroutine.
 	queue []watch.Event
-	// progress is the newest revision handed to push: once queue is
-	// delivered, every change up to it has been.
+	// progress is the newest revision of a change to the watch's type:
+	// once queue is delivered, every change up to it has been.
 	progress uint64
 	// hung watches deliver nothing more; dead ones are ending.
 	hung, dead bool
@@ -100,6 +100,9 @@ func (w *watcher) signal() {
 // push hands the watch a change; the server's lock is held. A consumer
 // more than WatchBuffer events behind gets its watch closed.
 func (w *watcher) push(c change) {
+	if c.resource != w.t.id {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.progress = c.rv
@@ -198,8 +201,8 @@ func (w *watcher) deliver(timeout clock.Timer, tick <-chan time.Time) {
 			continue
 		}
 		// Everything up to progress has been delivered: a bookmark may
-		// carry it, unless it is older than where the watch started.
-		if bookmarkDue && progress >= w.start {
+		// carry it, once it is past where the watch started.
+		if bookmarkDue && progress > w.start {
 			if !w.send(watch.Event{Type: watch.Bookmark, Object: w.t.bookmark(progress, false)}, timeout) {
 				return
 			}
