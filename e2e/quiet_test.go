@@ -1,0 +1,100 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache"
+)
+
+// Timings of TestQuietResourceIsNotStalled: the server ends each watch
+// after quietWatchTimeout; the stall window is shorter than that, and
+// longer than the minute between the watch cache's bookmarks.
+const (
+	quietWatchTimeout = 80 * time.Second
+	quietStallWindow  = 70 * time.Second
+)
+
+// TestQuietResourceIsNotStalled runs a Reflector on PodTemplates, which no
+// other test writes, with a stall window shorter than its watches last.
+// One write after the sync moves the type's resourceVersion, so the first
+// watch gets bookmarks. The next watch starts at the newest resourceVersion
+// and, the type being quiet, the watch cache sends it no bookmark at all:
+// it must be allowed to run to the end the server gives it (a detector
+// armed by the first watch's bookmarks used to end it as stalled after the
+// window). The watch timeout is shortened in the ListerWatcher, as the
+// Reflector asks for at least 5 minutes; the test takes about 3 minutes.
+func TestQuietResourceIsNotStalled(t *testing.T) {
+	t.Parallel()
+	cs := client(t, testCluster.admin)
+	ns := namespace(t, cs)
+	templates := cs.CoreV1().PodTemplates(ns)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return templates.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.TimeoutSeconds = ptr.To(int64(quietWatchTimeout / time.Second))
+			return templates.Watch(ctx, opts)
+		},
+	}
+	health := &healthLog{}
+	r := cache.NewReflectorWithOptions(lw, &corev1.PodTemplate{}, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{
+		Name: "quiet", UseWatchList: ptr.To(false), StallWindow: quietStallWindow, OnHealthChange: health.record,
+	})
+	runReflector(t, r)
+	mustSync(t, r)
+	if _, err := templates.Create(t.Context(), podTemplate("only"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWatchesOpened(t, r, 2)
+	bookmarks := r.Stats().Events[watch.Bookmark]
+	if bookmarks == 0 {
+		t.Fatal("the first watch ended without a bookmark: the scenario did not happen")
+	}
+	waitWatchesOpened(t, r, 3)
+	st := r.Stats()
+	t.Logf("bookmarks: %d on the first watch, %d on the second", bookmarks, st.Events[watch.Bookmark]-bookmarks)
+	if n := st.WatchEnds[cache.WatchStalled]; n != 0 {
+		t.Errorf("%d watches on a quiet resource ended as stalled", n)
+	}
+	health.mu.Lock()
+	defer health.mu.Unlock()
+	for _, h := range health.hs {
+		if h.State != cache.Synced {
+			t.Errorf("health went %v(%s) on a quiet resource: %v", h.State, h.Reason, h.LastError)
+		}
+	}
+}
+
+// waitWatchesOpened waits, up to twice the watch timeout, for r to have
+// opened n watches.
+func waitWatchesOpened(t *testing.T, r *cache.Reflector, n uint64) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*quietWatchTimeout, true, func(context.Context) (bool, error) {
+		return r.Stats().WatchesOpened >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("watch %d did not open: %v (stats %+v)", n, err, r.Stats())
+	}
+}
+
+// podTemplate is the smallest valid PodTemplate.
+func podTemplate(name string) *corev1.PodTemplate {
+	return &corev1.PodTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "example.invalid/none"}},
+		}},
+	}
+}
