@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,19 +41,21 @@ type cycle struct {
 	logger klog.Logger
 	// w is the open watch, if any; stream consumes it.
 	w watch.Interface
-	// wStart is when w was requested (for the very-short-watch rule).
+	// wStart is when w was requested (for the very-short-watch rule), or,
+	// for a WatchList's watch, when its initial events were Replaced.
 	wStart time.Time
-	// wEnd is when the server should end w, by the timeout w was requested
-	// with; zero if none.
-	wEnd time.Time
 	// fromSynthetic: w started at RV "" or "0", so it opens with synthetic
 	// ADDED events in no particular order; RVs are not propagated until a
 	// non-ADDED event shows that phase is over.
 	fromSynthetic bool
-	internal      retryWindow
-	resync        *resyncTimer
 	// stalled: the last watch stalled and no data has flowed since.
 	stalled bool
+	// wTimeout is the timeout, in seconds, w was requested with: the server
+	// should end w that long after wStart (0: no timeout). The small fields
+	// are kept together so that a cycle stays in its allocation size class.
+	wTimeout int32
+	internal retryWindow
+	resync   *resyncTimer
 	// err is what ListAndWatch returns.
 	err error
 }
@@ -236,9 +239,9 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 // requested notes that a watch with opts is being requested now.
 func (c *cycle) requested(opts metav1.ListOptions) {
 	c.wStart = c.r.clock.Now()
-	c.wEnd = time.Time{}
-	if t := opts.TimeoutSeconds; t != nil && *t > 0 {
-		c.wEnd = c.wStart.Add(time.Duration(*t) * time.Second)
+	c.wTimeout = 0
+	if t := opts.TimeoutSeconds; t != nil && *t > 0 && *t <= math.MaxInt32 {
+		c.wTimeout = int32(*t)
 	}
 }
 
@@ -265,7 +268,8 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 	}
 }
 
-// flowing is told that a watch delivered events; it ends a Stalled state.
+// flowing is told that a watch delivered events, or was ended cleanly by
+// the server; it ends a Stalled state.
 func (c *cycle) flowing() {
 	if c.stalled {
 		c.stalled = false
@@ -321,6 +325,8 @@ func (c *cycle) stream(ctx context.Context) phase {
 	}
 	switch {
 	case err == nil:
+		// The server ended the watch (at its timeout): it reaches us.
+		c.flowing()
 		return phaseWatch
 	case isExpiredError(err):
 		c.logger.V(4).Info("Watch closed", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)

@@ -156,3 +156,38 @@ func TestStallDetectorRules(t *testing.T) {
 		}
 	})
 }
+
+// After a stall, a re-watch that the server ends cleanly (at its timeout)
+// without an event shows the server reaches us again: on a resource nobody
+// writes no data would ever flow to end Degraded(Stalled) otherwise.
+func TestCleanCloseAfterStallEndsDegraded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{
+			{events: []watch.Event{bookmark("12", false)}, hang: true},
+			{closeAfter: 5 * time.Minute},
+		})
+		lw.noWL = true
+		var states []string
+		opts := noWatchList
+		opts.OnHealthChange = func(h Health) { states = append(states, h.State.String()+"/"+string(h.Reason)) }
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.RunWithContext(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(defaultStallWindow + time.Minute)
+		synctest.Wait()
+		if h := r.Health(); h.Reason != ReasonStalled {
+			t.Fatalf("want Degraded(Stalled) while the re-watch is silent, got %+v", h)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if h := r.Health(); h.State != Synced {
+			t.Fatalf("the re-watch was ended cleanly by the server, yet health is %+v", h)
+		}
+		want := []string{"Synced/", "Degraded/Stalled", "Synced/"}
+		if strings.Join(states, " ") != strings.Join(want, " ") {
+			t.Fatalf("health changes %q, want %q", states, want)
+		}
+	})
+}

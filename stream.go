@@ -48,10 +48,10 @@ type streamer struct {
 func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 	s := &streamer{c: c, w: w, start: c.wStart}
 	s.stall = stallDetector{clock: c.r.clock, window: c.r.stallWindow}
-	if c.r.serverSendsBookmarks && !c.wEnd.IsZero() {
+	if c.r.serverSendsBookmarks && c.wTimeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
 		// watches at the timeout they asked for.
-		s.stall.expectEnd(c.wEnd)
+		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
 	}
 	if watchList {
 		s.initial = newInitialEvents(c.r.store)
