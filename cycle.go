@@ -230,7 +230,11 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		if c.r.observeWatchEnd(opts.ResourceVersion, err) {
 			c.breakStaleLoop(opts.ResourceVersion, err)
 		}
-		c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
+		// Returned as the ListerWatcher gave it, as client-go does, so a
+		// handler may compare it (err == io.EOF) or type-assert it; the
+		// context goes to the log.
+		c.logger.V(4).Info("Watch could not be opened", "reflector", c.r.name, "type", c.r.typeDescription, "resourceVersion", opts.ResourceVersion, "err", err)
+		c.err = err
 		c.r.health.failed(err, ReasonWatchFailed, c.r.clock.Now())
 		return phaseDone
 	}

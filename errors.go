@@ -3,35 +3,35 @@ package cache
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
 // VeryShortWatchError reports a watch that the server closed within a second
 // of opening it without delivering a single event: usually a sign that the
-// server is unhealthy, so the Reflector relists rather than re-watching.
-type VeryShortWatchError struct {
-	// Name of the Reflector.
-	Name string
-}
-
-// Error implements error.
-func (e *VeryShortWatchError) Error() string {
-	return fmt.Sprintf("very short watch: %s: watch closed within a second of opening, with no event", e.Name)
-}
+// server is unhealthy, so the Reflector relists rather than re-watching. It
+// is client-go's type, so errors.As with either package's name finds it.
+type VeryShortWatchError = clientgocache.VeryShortWatchError
 
 // WatchErrorHandler is called with every error that ends a ListAndWatch
 // cycle; the Reflector then backs off and starts a new cycle. It must return
 // quickly.
+//
+// It is our own type, not client-go's, because its first parameter is our
+// *Reflector: a handler reads the Reflector that failed (its Name, Health,
+// Stats), and client-go's handler type takes client-go's *Reflector, which
+// no Reflector here is. The error it receives is the one client-go's
+// Reflector would hand over (see ListAndWatchWithContext).
 type WatchErrorHandler func(r *Reflector, err error)
 
 // WatchErrorHandlerWithContext is WatchErrorHandler with the Run context.
+// It is our own type for the same reason as WatchErrorHandler.
 type WatchErrorHandlerWithContext func(ctx context.Context, r *Reflector, err error)
 
 // DefaultWatchErrorHandler logs err at a level fitting its kind: expired

@@ -5,33 +5,28 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	clientgocache "k8s.io/client-go/tools/cache"
 )
 
-// KeyFunc names an object within a store.
-type KeyFunc func(obj interface{}) (string, error)
+// KeyFunc names an object within a store. It is client-go's type, so key
+// functions pass between client-go's stores and ours unchanged.
+type KeyFunc = clientgocache.KeyFunc
 
-// KeyError is returned when a KeyFunc cannot name an object.
-type KeyError struct {
-	Obj interface{}
-	Err error
-}
+// KeyError is returned when a KeyFunc cannot name an object; it unwraps to
+// the KeyFunc's error. It is client-go's type, so errors.As with either
+// package's name finds it.
+type KeyError = clientgocache.KeyError
 
-func (k KeyError) Error() string {
-	return fmt.Sprintf("couldn't create key for object %+v: %v", k.Obj, k.Err)
-}
-
-// Unwrap returns the KeyFunc's error.
-func (k KeyError) Unwrap() error { return k.Err }
-
-// ExplicitKey is an object that is its own key.
-type ExplicitKey string
+// ExplicitKey is an object that is its own key. It is client-go's type, so
+// an ExplicitKey made with either package's name is recognised by both.
+type ExplicitKey = clientgocache.ExplicitKey
 
 // DeletedFinalStateUnknown is a tombstone: an object deleted while the
-// watch was down, whose last state may be stale. Key is its store key.
-type DeletedFinalStateUnknown struct {
-	Key string
-	Obj interface{}
-}
+// watch was down, whose last state may be stale; Key is its store key. It
+// is client-go's type, so the tombstones client-go's DeltaFIFO and
+// RealFIFO emit after a relist are recognised by our key functions and
+// stores, and ours by client-go's.
+type DeletedFinalStateUnknown = clientgocache.DeletedFinalStateUnknown
 
 // MetaNamespaceKeyFunc keys objects as "namespace/name", or "name" when
 // cluster-scoped. An ExplicitKey is returned as is.

@@ -8,44 +8,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
 )
 
 // Lister lists a resource. The returned object must be a list type
-// (meta.ListAccessor must accept it) carrying a resourceVersion.
-type Lister interface {
-	List(options metav1.ListOptions) (runtime.Object, error)
-}
+// (meta.ListAccessor must accept it) carrying a resourceVersion. It is
+// client-go's interface, as are the five below, so a ListerWatcher written
+// for either package serves both.
+type Lister = clientgocache.Lister
 
 // ListerWithContext is Lister with a context. The call must return promptly
 // once ctx is cancelled.
-type ListerWithContext interface {
-	ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error)
-}
+type ListerWithContext = clientgocache.ListerWithContext
 
 // Watcher opens a watch on a resource.
-type Watcher interface {
-	Watch(options metav1.ListOptions) (watch.Interface, error)
-}
+type Watcher = clientgocache.Watcher
 
 // WatcherWithContext is Watcher with a context. The returned watch.Interface
 // belongs to the caller, who must call Stop on it; cancelling ctx also ends it.
-type WatcherWithContext interface {
-	WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error)
-}
+type WatcherWithContext = clientgocache.WatcherWithContext
 
-// ListerWatcher is what a Reflector reads from. Its method set is the same
-// as client-go's cache.ListerWatcher, so values of either satisfy both.
-type ListerWatcher interface {
-	Lister
-	Watcher
-}
+// ListerWatcher is what a Reflector reads from.
+type ListerWatcher = clientgocache.ListerWatcher
 
 // ListerWatcherWithContext is the context-aware form of ListerWatcher. The
 // Reflector always calls the context-aware methods.
-type ListerWatcherWithContext interface {
-	ListerWithContext
-	WatcherWithContext
-}
+type ListerWatcherWithContext = clientgocache.ListerWatcherWithContext
 
 // ToListerWithContext returns l itself when it already takes a context, and
 // otherwise an adapter that ignores the context (the call cannot be cancelled).
@@ -107,74 +95,29 @@ func watchListUnsupported(v any) bool {
 	return ok && d.IsWatchListSemanticsUnSupported()
 }
 
-// ListFunc lists a resource.
-type ListFunc func(options metav1.ListOptions) (runtime.Object, error)
+// ListFunc lists a resource. It is client-go's type, as are the three
+// below.
+type ListFunc = clientgocache.ListFunc
 
 // ListWithContextFunc lists a resource with a context.
-type ListWithContextFunc func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error)
+type ListWithContextFunc = clientgocache.ListWithContextFunc
 
 // WatchFunc opens a watch.
-type WatchFunc func(options metav1.ListOptions) (watch.Interface, error)
+type WatchFunc = clientgocache.WatchFunc
 
 // WatchFuncWithContext opens a watch with a context.
-type WatchFuncWithContext func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error)
+type WatchFuncWithContext = clientgocache.WatchFuncWithContext
 
-// ListWatch builds a ListerWatcher from functions. Set at least one list and
-// one watch function; the context-aware one is preferred by the context-aware
-// methods and the plain one by the plain methods, each falling back to the
-// other.
-type ListWatch struct {
-	ListFunc             ListFunc
-	WatchFunc            WatchFunc
-	ListWithContextFunc  ListWithContextFunc
-	WatchFuncWithContext WatchFuncWithContext
-	// DisableChunking is kept for source compatibility with client-go; the
-	// Reflector does not read it.
-	DisableChunking bool
-}
-
-var (
-	_ ListerWatcher            = &ListWatch{}
-	_ ListerWatcherWithContext = &ListWatch{}
-)
-
-// List calls ListFunc, or ListWithContextFunc with context.Background().
-func (lw *ListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
-	if lw.ListFunc != nil {
-		return lw.ListFunc(options)
-	}
-	return lw.ListWithContextFunc(context.Background(), options)
-}
-
-// ListWithContext calls ListWithContextFunc, or ListFunc without the context.
-func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-	if lw.ListWithContextFunc != nil {
-		return lw.ListWithContextFunc(ctx, options)
-	}
-	return lw.ListFunc(options)
-}
-
-// Watch calls WatchFunc, or WatchFuncWithContext with context.Background().
-func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
-	if lw.WatchFunc != nil {
-		return lw.WatchFunc(options)
-	}
-	return lw.WatchFuncWithContext(context.Background(), options)
-}
-
-// WatchWithContext calls WatchFuncWithContext, or WatchFunc without the context.
-func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	if lw.WatchFuncWithContext != nil {
-		return lw.WatchFuncWithContext(ctx, options)
-	}
-	return lw.WatchFunc(options)
-}
+// ListWatch builds a ListerWatcher from functions. It is client-go's type:
+// set at least one list and one watch function; the context-aware one is
+// preferred by the context-aware methods and the plain one by the plain
+// methods, each falling back to the other. The Reflector does not read
+// DisableChunking.
+type ListWatch = clientgocache.ListWatch
 
 // Getter is satisfied by client-go REST clients (for example
-// clientset.CoreV1().RESTClient()).
-type Getter interface {
-	Get() *restclient.Request
-}
+// clientset.CoreV1().RESTClient()). It is client-go's interface.
+type Getter = clientgocache.Getter
 
 // NewListWatchFromClient returns a ListWatch for resource in namespace
 // (metav1.NamespaceAll for every namespace) restricted by fieldSelector.
@@ -186,8 +129,10 @@ func NewListWatchFromClient(c Getter, resource string, namespace string, fieldSe
 }
 
 // NewFilteredListWatchFromClient returns a ListWatch for resource in
-// namespace; optionsModifier may add selectors to every request. Each
-// request carries the caller's context, so cancelling it aborts the call.
+// namespace; optionsModifier, if not nil, may add selectors to every
+// request. All four functions are set, as client-go sets them, so callers
+// that call ListFunc or WatchFunc directly keep working; the context-aware
+// ones carry the caller's context, so cancelling it aborts the call.
 func NewFilteredListWatchFromClient(c Getter, resource string, namespace string, optionsModifier func(options *metav1.ListOptions)) *ListWatch {
 	request := func(options metav1.ListOptions, watching bool) *restclient.Request {
 		options.Watch = watching
@@ -196,12 +141,20 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 		}
 		return c.Get().Namespace(namespace).Resource(resource).VersionedParams(&options, metav1.ParameterCodec)
 	}
+	listCtx := func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+		return request(options, false).Do(ctx).Get()
+	}
+	watchCtx := func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+		return request(options, true).Watch(ctx)
+	}
 	return &ListWatch{
-		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-			return request(options, false).Do(ctx).Get()
+		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
+			return listCtx(context.Background(), options)
 		},
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			return request(options, true).Watch(ctx)
+		WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) {
+			return watchCtx(context.Background(), options)
 		},
+		ListWithContextFunc:  listCtx,
+		WatchFuncWithContext: watchCtx,
 	}
 }

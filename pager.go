@@ -97,7 +97,8 @@ func (l *listed) addPage(page runtime.Object) (string, error) {
 	}
 	m, err := meta.ListAccessor(page)
 	if err != nil {
-		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
+		// client-go's pager says the same.
+		return "", fmt.Errorf("returned object must be a list: %w", err)
 	}
 	if l.items == nil {
 		l.resourceVersion = m.GetResourceVersion()

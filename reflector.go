@@ -327,8 +327,14 @@ func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
 // server's current state (WatchList or LIST), then watches until the watch
 // can no longer be resumed or ctx ends. It returns an error when the cycle
 // could not get as far as watching (or the watch could not be opened), and
-// nil otherwise, including when ctx ends. Called on its own (not from
-// Run), it opens and deletes its own metrics.
+// nil otherwise, including when ctx ends. The error is the one client-go's
+// Reflector returns in the same case: a failed LIST wrapped as "failed to
+// list <type>: %w" and a failed Replace as "unable to sync list result:
+// %w" (client-go formats that cause with %v; ours also unwraps to it), and
+// a watch that could not be opened as the ListerWatcher returned it,
+// unwrapped, so a WatchErrorHandler written for client-go may compare it
+// (err == io.EOF) or type-assert it. Called on its own (not from Run), it
+// opens and deletes its own metrics.
 func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
 	r.stats.begin(r.clock.Now())

@@ -1,76 +1,68 @@
 package cache
 
-import "sync"
+import (
+	"sync"
 
-// ReflectorStore is what a Reflector writes into. Its method set equals
-// client-go's cache.ReflectorStore, so client-go's DeltaFIFO, RealFIFO and the
-// results of its NewStore/NewIndexer plug in unchanged.
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// ReflectorStore is what a Reflector writes into. It is client-go's
+// interface, so client-go's DeltaFIFO, RealFIFO and the results of its
+// NewStore/NewIndexer plug in unchanged, and a store written for either
+// package serves both.
 //
 // The Reflector calls these methods from one goroutine at a time, but a store
 // is usually read concurrently by others and must be safe for that.
-// An error from Add, Update, Delete or Bookmark is reported to the Reflector's
-// error handler and the Reflector carries on; an error from Replace fails that
-// list (the Reflector backs off and lists again); an error from Resync ends the
-// current watch and leads to a relist.
-type ReflectorStore interface {
-	// Add inserts obj, or replaces the object with the same key.
-	Add(obj interface{}) error
-	// Update replaces the object with the same key as obj.
-	Update(obj interface{}) error
-	// Delete removes the object with the same key as obj.
-	Delete(obj interface{}) error
-	// Replace makes the store hold exactly list, observed at resourceVersion.
-	// The store takes ownership of list.
-	Replace(list []interface{}, resourceVersion string) error
-	// Resync is called every resync period; most plain stores do nothing.
-	Resync() error
-}
+// An error from Add, Update, Delete or Bookmark is logged by the
+// Reflector's logger and the Reflector carries on; an error from Replace
+// fails that sync (the Reflector backs off and syncs again); an error from
+// Resync ends the current watch and leads to a relist.
+type ReflectorStore = clientgocache.ReflectorStore
 
 // ResourceVersionUpdater is implemented by stores that want to know each
-// resourceVersion the Reflector reaches while watching.
-type ResourceVersionUpdater interface {
-	// UpdateResourceVersion is called after each watch event is applied,
-	// once the watch is past any synthetic initial ADDED events.
-	UpdateResourceVersion(resourceVersion string)
-}
+// resourceVersion the Reflector reaches while watching: UpdateResourceVersion
+// is called after each watch event or bookmark is applied, once the watch
+// is past any synthetic initial ADDED events. It is client-go's interface.
+type ResourceVersionUpdater = clientgocache.ResourceVersionUpdater
 
-// ReflectorBookmarkStore is implemented by stores that want watch bookmarks.
-type ReflectorBookmarkStore interface {
-	// Bookmark is called with the resourceVersion of each BOOKMARK event
-	// received on a watch after the initial sync.
-	Bookmark(resourceVersion string) error
-}
+// ReflectorBookmarkStore is implemented by stores that want watch
+// bookmarks: Bookmark is called with the resourceVersion of each BOOKMARK
+// event received on a watch after the initial sync. It is client-go's
+// interface (client-go's RealFIFO implements it).
+type ReflectorBookmarkStore = clientgocache.ReflectorBookmarkStore
 
 // TransformFunc rewrites an object before it is stored, typically to drop
-// fields the program never reads. Same shape as client-go's.
-type TransformFunc func(interface{}) (interface{}, error)
+// fields the program never reads. It is client-go's type.
+type TransformFunc = clientgocache.TransformFunc
 
 // TransformingStore is implemented by stores that transform what they store
-// (client-go's RealFIFO does). During a WatchList stream the Reflector
-// applies the same transform to the objects it holds before Replace, so the
-// untransformed initial objects are not kept alive twice.
-type TransformingStore interface {
-	ReflectorStore
-	Transformer() TransformFunc
-}
+// (client-go's RealFIFO and DeltaFIFO do). During a WatchList stream the
+// Reflector applies the same transform to each initial object as it
+// arrives, so the untransformed objects are not kept until Replace. It is
+// client-go's interface, whose Transformer returns client-go's
+// TransformFunc.
+type TransformingStore = clientgocache.TransformingStore
 
-// Store is a keyed object store with client-go's cache.Store method set.
-type Store interface {
-	Add(obj interface{}) error
-	Update(obj interface{}) error
-	Delete(obj interface{}) error
-	List() []interface{}
-	ListKeys() []string
-	Get(obj interface{}) (item interface{}, exists bool, err error)
-	GetByKey(key string) (item interface{}, exists bool, err error)
-	Replace(list []interface{}, resourceVersion string) error
-	Resync() error
-}
+// Store is a keyed object store. It is client-go's interface, so our
+// NewStore's result is accepted wherever client-go wants a Store.
+type Store = clientgocache.Store
+
+// StoreOption configures a store made by client-go's NewStore or
+// NewIndexer (for example client-go's WithTransformer). It is client-go's
+// type.
+type StoreOption = clientgocache.StoreOption
 
 // NewStore returns a thread-safe Store keyed by keyFunc that also tracks the
 // resourceVersion the Reflector has brought it to (see
 // LastStoreSyncResourceVersion). All methods may be called concurrently.
-func NewStore(keyFunc KeyFunc) Store {
+//
+// Without options the store is a lean map of our own. Options are
+// client-go's and configure client-go's store, so with any option NewStore
+// returns client-go's NewStore(keyFunc, opts...) instead.
+func NewStore(keyFunc KeyFunc, opts ...StoreOption) Store {
+	if len(opts) > 0 {
+		return clientgocache.NewStore(keyFunc, opts...)
+	}
 	return &mapStore{keyFunc: keyFunc, items: map[string]interface{}{}}
 }
 
@@ -82,7 +74,7 @@ type mapStore struct {
 }
 
 var (
-	_ ReflectorBookmarkStore = &mapStore{}
+	_ Store                  = &mapStore{}
 	_ ResourceVersionUpdater = &mapStore{}
 )
 
@@ -180,11 +172,10 @@ func (s *mapStore) Replace(list []interface{}, resourceVersion string) error {
 // Resync does nothing: a plain store has no one to notify.
 func (s *mapStore) Resync() error { return nil }
 
-// Bookmark records the resourceVersion of a watch bookmark.
-func (s *mapStore) Bookmark(rv string) error {
-	s.UpdateResourceVersion(rv)
-	return nil
-}
+// Bookmark records rv as the resourceVersion the store has reached, as
+// client-go's Store does. (The Reflector reports bookmarks through
+// UpdateResourceVersion.)
+func (s *mapStore) Bookmark(rv string) { s.UpdateResourceVersion(rv) }
 
 // UpdateResourceVersion records the resourceVersion the Reflector reached.
 func (s *mapStore) UpdateResourceVersion(rv string) {

@@ -74,7 +74,7 @@ func TestStoreReplaceDoesNotRetainInput(t *testing.T) {
 	if s.LastStoreSyncResourceVersion() != "9" {
 		t.Fatalf("rv %q", s.LastStoreSyncResourceVersion())
 	}
-	_ = s.Bookmark("11")
+	s.Bookmark("11")
 	if s.LastStoreSyncResourceVersion() != "11" {
 		t.Fatalf("rv after bookmark %q", s.LastStoreSyncResourceVersion())
 	}

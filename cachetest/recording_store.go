@@ -64,8 +64,12 @@ func (c StoreCall) String() string {
 // RecordingStore is a Reflector store that records every call in order and
 // keeps the contents they produce, keyed, so that a test can both assert
 // the calls and compare the contents with a Server. It implements the
-// Reflector's ReflectorStore, Store, ResourceVersionUpdater and
-// ReflectorBookmarkStore. All methods are safe for concurrent use.
+// Reflector's ReflectorStore, ResourceVersionUpdater and
+// ReflectorBookmarkStore, and Store's read methods (List, ListKeys, Get,
+// GetByKey). It is not a client-go Store: that interface's Bookmark
+// returns nothing, while ReflectorBookmarkStore's, which the Reflector
+// calls and this store records, returns an error. All methods are safe for
+// concurrent use.
 type RecordingStore struct {
 	keyFunc cache.KeyFunc
 
@@ -78,7 +82,7 @@ type RecordingStore struct {
 }
 
 var (
-	_ cache.Store                  = &RecordingStore{}
+	_ cache.ReflectorStore         = &RecordingStore{}
 	_ cache.ResourceVersionUpdater = &RecordingStore{}
 	_ cache.ReflectorBookmarkStore = &RecordingStore{}
 )
