@@ -38,6 +38,8 @@ var (
 	_ *VeryShortWatchError                   = &clientgocache.VeryShortWatchError{}
 	_ *clientgocache.VeryShortWatchError     = &VeryShortWatchError{}
 	_ StoreOption                            = clientgocache.WithTransformer(nil)
+	_ GaugeMetric                            = clientgocache.GaugeMetric(nil)
+	_ clientgocache.GaugeMetric              = GaugeMetric(nil)
 
 	_ Store                                        = clientgocache.NewStore(clientgocache.MetaNamespaceKeyFunc)
 	_ clientgocache.Store                          = NewStore(MetaNamespaceKeyFunc)
@@ -101,6 +103,7 @@ func TestTypesAreClientGos(t *testing.T) {
 		"WatcherWithContext":       sameType[WatcherWithContext, clientgocache.WatcherWithContext](),
 		"ListerWatcher":            sameType[ListerWatcher, clientgocache.ListerWatcher](),
 		"ListerWatcherWithContext": sameType[ListerWatcherWithContext, clientgocache.ListerWatcherWithContext](),
+		"GaugeMetric":              sameType[GaugeMetric, clientgocache.GaugeMetric](),
 		// Own types: each takes our *Reflector, which a handler uses to
 		// read the failing Reflector; client-go's take client-go's.
 		"WatchErrorHandler (own)":            !sameType[WatchErrorHandler, clientgocache.WatchErrorHandler](),

@@ -30,7 +30,7 @@ func (p expvarMetrics) NewReflectorMetrics(name string) cache.ReflectorMetrics {
 	return expvarRun{root: p.root, name: name, series: series}
 }
 
-func (r expvarRun) Counter(metric, label string) cache.CounterMetric {
+func (r expvarRun) Counter(metric, label string) cache.CounterAdder {
 	if label != "" {
 		metric += "{" + label + "}"
 	}
@@ -47,7 +47,7 @@ func (r expvarRun) Gauge(metric string) cache.GaugeMetric {
 
 func (r expvarRun) Delete() { r.root.Delete(r.name) }
 
-// A MetricsProvider adapter for expvar: the reflector's series appear while
+// A ReflectorMetricsProvider adapter for expvar: the reflector's series appear while
 // it runs and are gone once Run returns. In a program, publish the root
 // with expvar.Publish("reflectors", root) to serve it on /debug/vars.
 func ExampleMetricsProvider() {

@@ -1,27 +1,32 @@
 package cache
 
-import "time"
+import (
+	"time"
 
-// CounterMetric is a monotonically increasing value. prometheus.Counter and
-// *expvar.Float satisfy it.
-type CounterMetric interface {
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// CounterAdder is a monotonically increasing value that takes increments
+// of any size. prometheus.Counter and *expvar.Float satisfy it. It is not
+// client-go's CounterMetric (whose only method is Inc), hence its own name.
+type CounterAdder interface {
 	Add(delta float64)
 }
 
 // GaugeMetric is a value that goes up and down. prometheus.Gauge and
-// *expvar.Float satisfy it.
-type GaugeMetric interface {
-	Set(value float64)
-}
+// *expvar.Float satisfy it. It is client-go's type.
+type GaugeMetric = clientgocache.GaugeMetric
 
-// MetricsProvider creates the metrics of Reflectors. The package depends on
+// ReflectorMetricsProvider creates the metrics of Reflectors. It is not
+// client-go's MetricsProvider (a method per metric, set globally with
+// SetReflectorMetricsProvider), hence its own name. The package depends on
 // no metrics library: an adapter of a few lines connects it to Prometheus,
 // expvar or anything else (see examples/metrics).
 //
 // Every series is labelled with the reflector's name, the only free label;
 // a metric has at most one more label, whose values come from a fixed set
 // (MetricDescs lists them), so the number of series is bounded.
-type MetricsProvider interface {
+type ReflectorMetricsProvider interface {
 	// NewReflectorMetrics is called when a Reflector's Run (or a
 	// ListAndWatch called on its own) starts, with the reflector's name.
 	// The result serves that run only: the Reflector calls its Delete when
@@ -36,7 +41,7 @@ type ReflectorMetrics interface {
 	// Counter returns the counter for metric with the given value of its
 	// label ("" for a metric without one). Called once per series, when
 	// the run starts; nil means the provider does not want that series.
-	Counter(metric string, labelValue string) CounterMetric
+	Counter(metric string, labelValue string) CounterAdder
 	// Gauge returns the gauge for metric, or nil. Called once per series.
 	Gauge(metric string) GaugeMetric
 	// Delete removes every series of this run; nothing is written after.
@@ -110,16 +115,16 @@ func causeNames[S ~string](causes []S) []string {
 // *runMetrics is valid and writes nowhere.
 type runMetrics struct {
 	provided ReflectorMetrics
-	counters map[string]map[string]CounterMetric
+	counters map[string]map[string]CounterAdder
 	gauges   map[string]GaugeMetric
 }
 
-func openRunMetrics(p MetricsProvider, reflector string) *runMetrics {
+func openRunMetrics(p ReflectorMetricsProvider, reflector string) *runMetrics {
 	if p == nil {
 		return nil
 	}
 	rm := p.NewReflectorMetrics(reflector)
-	m := &runMetrics{provided: rm, counters: map[string]map[string]CounterMetric{}, gauges: map[string]GaugeMetric{}}
+	m := &runMetrics{provided: rm, counters: map[string]map[string]CounterAdder{}, gauges: map[string]GaugeMetric{}}
 	for _, d := range MetricDescs {
 		if d.Kind == Gauge {
 			m.gauges[d.Name] = orDiscard(rm.Gauge(d.Name))
@@ -129,7 +134,7 @@ func openRunMetrics(p MetricsProvider, reflector string) *runMetrics {
 		if d.Label == "" {
 			values = []string{""}
 		}
-		m.counters[d.Name] = map[string]CounterMetric{}
+		m.counters[d.Name] = map[string]CounterAdder{}
 		for _, v := range values {
 			m.counters[d.Name][v] = orDiscard(rm.Counter(d.Name, v))
 		}
@@ -151,7 +156,7 @@ func orDiscard[M any](m M) M {
 func (discard) Add(float64) {}
 func (discard) Set(float64) {}
 
-func (m *runMetrics) counter(name, label string) CounterMetric {
+func (m *runMetrics) counter(name, label string) CounterAdder {
 	if m == nil {
 		return discard{}
 	}

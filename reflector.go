@@ -90,8 +90,8 @@ type ReflectorOptions struct {
 	// off, as in client-go, where such a failure starts the LIST over.
 	ListPageRetries int
 	// Metrics, if set, receives the Reflector's metrics while it runs (see
-	// MetricsProvider); Stats works without it.
-	Metrics MetricsProvider
+	// ReflectorMetricsProvider); Stats works without it.
+	Metrics ReflectorMetricsProvider
 }
 
 // Reflector watches a resource and reflects every change into a store.
@@ -133,7 +133,7 @@ type Reflector struct {
 	health *health
 	stats  statsRecorder
 	// metrics receives a run's metrics; nil for none.
-	metrics MetricsProvider
+	metrics ReflectorMetricsProvider
 	// listCause is why the next sync happens; the loop goroutine sets it
 	// wherever a watch or sync ends (see stats.go).
 	listCause ListCause

@@ -245,7 +245,7 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // openMetrics starts writing to the metrics of a new run; it returns
 // false if a run's metrics are already open.
-func (r *statsRecorder) openMetrics(p MetricsProvider, reflector string) bool {
+func (r *statsRecorder) openMetrics(p ReflectorMetricsProvider, reflector string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m != nil || p == nil {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// fakeMetrics is a MetricsProvider keeping every series in a map keyed
+// fakeMetrics is a ReflectorMetricsProvider keeping every series in a map keyed
 // "reflector/metric{label}". It fails the test on a label outside the
 // metric's fixed set.
 type fakeMetrics struct {
@@ -52,7 +52,7 @@ func (m *fakeMetrics) NewReflectorMetrics(name string) ReflectorMetrics {
 	return fakeRun{m: m, name: name}
 }
 
-func (r fakeRun) Counter(metric, label string) CounterMetric {
+func (r fakeRun) Counter(metric, label string) CounterAdder {
 	i := slices.IndexFunc(MetricDescs, func(d MetricDesc) bool { return d.Name == metric })
 	if i < 0 || MetricDescs[i].Kind != Counter || (label != "" || MetricDescs[i].Label != "") && !slices.Contains(MetricDescs[i].LabelValues, label) {
 		r.m.t.Errorf("counter %s{%s} is not declared", metric, label)
@@ -225,7 +225,7 @@ func TestNilSeriesFromAProviderAreIgnored(t *testing.T) {
 type nilProvider struct{}
 
 func (nilProvider) NewReflectorMetrics(string) ReflectorMetrics { return nilProvider{} }
-func (nilProvider) Counter(string, string) CounterMetric        { return nil }
+func (nilProvider) Counter(string, string) CounterAdder         { return nil }
 func (nilProvider) Gauge(string) GaugeMetric                    { return nil }
 func (nilProvider) Delete()                                     {}
 

@@ -12,7 +12,7 @@ import (
 	"github.com/kreflector/cache"
 )
 
-// registry is a cache.MetricsProvider that keeps every series in memory and
+// registry is a cache.ReflectorMetricsProvider that keeps every series in memory and
 // renders them in Prometheus' text format and as an expvar value. It is the
 // whole adapter a program needs; nothing in it depends on a metrics library.
 type registry struct {
@@ -41,7 +41,7 @@ func (v *value) Add(d float64) {
 func (v *value) Set(f float64) { v.bits.Store(math.Float64bits(f)) }
 func (v *value) get() float64  { return math.Float64frombits(v.bits.Load()) }
 
-// NewReflectorMetrics implements cache.MetricsProvider.
+// NewReflectorMetrics implements cache.ReflectorMetricsProvider.
 func (g *registry) NewReflectorMetrics(reflector string) cache.ReflectorMetrics {
 	return reflectorRun{g: g, name: reflector}
 }
@@ -51,7 +51,7 @@ type reflectorRun struct {
 	name string
 }
 
-func (r reflectorRun) Counter(metric, labelValue string) cache.CounterMetric {
+func (r reflectorRun) Counter(metric, labelValue string) cache.CounterAdder {
 	return r.g.add(seriesKey{metric, r.name, labelValue})
 }
 
