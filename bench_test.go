@@ -36,14 +36,7 @@ const (
 // BenchmarkWatchEvents: watch events (one ADDED for three MODIFIED) into a
 // store that does nothing, after a LIST of one object. Per event.
 func BenchmarkWatchEvents(b *testing.B) {
-	events := make([]watch.Event, benchEvents)
-	for i := range events {
-		typ := watch.Modified
-		if i%4 == 0 {
-			typ = watch.Added
-		}
-		events[i] = watch.Event{Type: typ, Object: newConfigMap(i%5000, 2+i)}
-	}
+	events := mixedEvents(benchEvents)
 	forEachImpl(b, func(b *testing.B, run reflectorRun) {
 		m := newItemMeter(b, len(events))
 		for range b.N {

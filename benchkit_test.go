@@ -238,6 +238,20 @@ func newConfigMap(i, rv int) *corev1.ConfigMap {
 	return c
 }
 
+// mixedEvents returns n watch events, one ADDED for three MODIFIED, over
+// 5,000 objects, event i at resourceVersion i+2.
+func mixedEvents(n int) []watch.Event {
+	events := make([]watch.Event, n)
+	for i := range events {
+		typ := watch.Modified
+		if i%4 == 0 {
+			typ = watch.Added
+		}
+		events[i] = watch.Event{Type: typ, Object: newConfigMap(i%5000, 2+i)}
+	}
+	return events
+}
+
 // listPagesOf builds the answer to a LIST of n objects at resourceVersion
 // rv in pages of size, as an API server without watch cache pages it: each
 // page a fresh list with its own items array, a continue token and the
