@@ -24,7 +24,7 @@ cd "$mod"
 # each of those at its published version instead.
 k8s_mod=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 [ -n "$k8s_mod" ] || { echo "build.sh: cannot download k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
-etcd_version=${ETCD_VERSION:-$(sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[^ ]*\).*/\1/p' "$k8s_mod" | head -n 1)}
+etcd_version=${ETCD_VERSION:-$(sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[^ ]*\).*/\1/p' "$k8s_mod" | sed -n 1p)}
 
 stamp=$out/bin/VERSIONS
 want="kube-apiserver $K8S_VERSION
@@ -32,7 +32,7 @@ etcd $etcd_version"
 if [ -x "$out/bin/kube-apiserver" ] && [ -x "$out/bin/etcd" ]; then
   if [ ! -f "$stamp" ] &&
     [ "$("$out/bin/kube-apiserver" --version)" = "Kubernetes $K8S_VERSION" ] &&
-    [ "$("$out/bin/etcd" --version | head -n 1)" = "etcd Version: ${etcd_version#v}" ]; then
+    [ "$("$out/bin/etcd" --version | sed -n 1p)" = "etcd Version: ${etcd_version#v}" ]; then
     printf '%s\n' "$want" > "$stamp"
   fi
   if [ "$(cat "$stamp" 2> /dev/null)" = "$want" ]; then
@@ -64,5 +64,5 @@ version_flags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.i
 GOFLAGS=-mod=mod go build -ldflags "$version_flags" -o "$out/bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 GOFLAGS=-mod=mod go build -o "$out/bin/etcd" go.etcd.io/etcd/server/v3
 "$out/bin/kube-apiserver" --version
-"$out/bin/etcd" --version | head -n 1
+"$out/bin/etcd" --version | sed -n 1p
 printf '%s\n' "$want" > "$stamp"
