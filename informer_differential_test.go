@@ -1,0 +1,183 @@
+package cache
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// informerScenario is one script both SharedIndexInformers run.
+type informerScenario struct {
+	name          string
+	watchList     bool
+	lists         []listReply
+	defaultResync time.Duration
+	transform     bool
+	// handlers are added before Run, with their resync periods (nil: the
+	// informer's default).
+	handlers []string
+	resyncs  map[string]*time.Duration
+	steps    func(d *informerDriver)
+}
+
+// informerConstructor is NewSharedIndexInformerWithOptions, client-go's or ours.
+type informerConstructor func(lw clientgocache.ListerWatcher, obj runtime.Object, o SharedIndexInformerOptions) SharedIndexInformer
+
+// playInformer runs sc on one informer and returns, per handler, its calls
+// in canonical order followed by whether its registration had synced.
+func playInformer(t *testing.T, sc informerScenario, newInformer informerConstructor) map[string][]string {
+	out := map[string][]string{}
+	synctest.Test(t, func(t *testing.T) {
+		lw := &stepLW{lists: slices.Clone(sc.lists), noWL: !sc.watchList}
+		inf := newInformer(lw, &corev1.ConfigMap{}, SharedIndexInformerOptions{
+			ResyncPeriod: sc.defaultResync,
+			Indexers:     Indexers{NamespaceIndex: MetaNamespaceIndexFunc},
+		})
+		if sc.transform {
+			if err := inf.SetTransform(markTransformed); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := &informerDriver{t: t, lw: lw, inf: inf, log: &handlerLog{}, regs: map[string]ResourceEventHandlerRegistration{}}
+		for _, h := range sc.handlers {
+			d.add(h, sc.resyncs[h])
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			inf.RunWithContext(ctx)
+		}()
+		synctest.Wait()
+		sc.steps(d)
+		for name, reg := range d.regs {
+			out[name] = append(d.log.canonical(name), "synced="+boolString(reg.HasSynced()))
+		}
+		out["informer"] = []string{"synced=" + boolString(inf.HasSynced()), "rv=" + inf.LastSyncResourceVersion()}
+		cancel()
+		<-done
+		if !inf.IsStopped() {
+			t.Error("IsStopped is false after Run returned")
+		}
+	})
+	return out
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func clientGoInformer(lw clientgocache.ListerWatcher, obj runtime.Object, o SharedIndexInformerOptions) SharedIndexInformer {
+	return clientgocache.NewSharedIndexInformerWithOptions(lw, obj, o)
+}
+
+func ourInformer(lw clientgocache.ListerWatcher, obj runtime.Object, o SharedIndexInformerOptions) SharedIndexInformer {
+	return NewSharedIndexInformerWithOptions(lw, obj, o)
+}
+
+// informerScenarios covers what must reach handlers exactly as in client-go.
+func informerScenarios() []informerScenario {
+	two := []string{"h1", "h2"}
+	abc := listReply{list: cmList("10", "", cm("a", "5"), cm("b", "6"), cm("c", "7"))}
+	relist := listReply{list: cmList("20", "", cm("a", "5"), cm("c", "15"), cm("d", "16"))}
+	expired := errEvent(expiredStatus())
+	return []informerScenario{
+		{name: "list then watch events", handlers: two, lists: []listReply{abc},
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Added, cm("e", "11")), ev(watch.Modified, cm("a", "12")), ev(watch.Deleted, cm("b", "13")), bookmark("14", false))
+				d.send(ev(watch.Modified, cm("e", "15")))
+			}},
+		{name: "watchlist initial events then watch", watchList: true, handlers: two,
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Added, cm("a", "5")), ev(watch.Added, cm("b", "7")), bookmark("10", true))
+				d.send(ev(watch.Modified, cm("a", "11")), ev(watch.Deleted, cm("b", "12")))
+			}},
+		{name: "410 relist gives tombstones and same-RV updates", handlers: two, lists: []listReply{abc, relist},
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Modified, cm("c", "11")))
+				d.send(expired)
+				d.send(ev(watch.Added, cm("e", "21")))
+			}},
+		{name: "resync with ShouldResync: two periods and none", lists: []listReply{abc}, defaultResync: time.Minute,
+			handlers: []string{"h10s", "h25s", "none"},
+			resyncs:  map[string]*time.Duration{"h10s": period(10 * time.Second), "h25s": period(25 * time.Second), "none": period(0)},
+			steps: func(d *informerDriver) {
+				d.sleep(31 * time.Second)
+				d.send(ev(watch.Modified, cm("a", "11")))
+				d.sleep(30 * time.Second)
+			}},
+		{name: "resync from the informer default", lists: []listReply{abc}, defaultResync: 10 * time.Second,
+			handlers: []string{"default", "none"}, resyncs: map[string]*time.Duration{"none": period(0)},
+			steps: func(d *informerDriver) {
+				d.sleep(25 * time.Second)
+			}},
+		{name: "relist after resyncs reaches only handlers due", lists: []listReply{abc, relist}, defaultResync: time.Minute,
+			handlers: []string{"h10s", "none"}, resyncs: map[string]*time.Duration{"h10s": period(10 * time.Second), "none": period(0)},
+			steps: func(d *informerDriver) {
+				d.sleep(12 * time.Second)
+				d.send(expired)
+			}},
+		{name: "transform", transform: true, handlers: two, lists: []listReply{abc, relist},
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Added, cm("e", "11")), ev(watch.Modified, cm("a", "12")))
+				d.send(expired)
+			}},
+		{name: "handler resyncs need an informer resync period", lists: []listReply{abc},
+			handlers: []string{"h10s"}, resyncs: map[string]*time.Duration{"h10s": period(10 * time.Second)},
+			steps: func(d *informerDriver) {
+				d.sleep(25 * time.Second)
+			}},
+		{name: "handler added after sync and handler removed", handlers: two, lists: []listReply{abc},
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Added, cm("e", "11")))
+				d.add("late", nil)
+				d.settle()
+				d.send(ev(watch.Modified, cm("a", "12")))
+				d.remove("h1")
+				d.send(ev(watch.Deleted, cm("e", "13")))
+			}},
+		{name: "handler added after sync with resync", lists: []listReply{abc}, defaultResync: 10 * time.Second,
+			handlers: []string{"h1"},
+			steps: func(d *informerDriver) {
+				d.add("late", period(20*time.Second))
+				d.add("tooShort", period(time.Second))
+				d.sleep(41 * time.Second)
+			}},
+	}
+}
+
+// TestInformerDifferentialWithClientGo runs every scenario through
+// client-go's SharedIndexInformer and ours and requires, per handler, the
+// same calls in the same order (up to the orders client-go leaves to map
+// iteration) and the same HasSynced at the end.
+func TestInformerDifferentialWithClientGo(t *testing.T) {
+	for _, sc := range informerScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			want := playInformer(t, sc, clientGoInformer)
+			got := playInformer(t, sc, ourInformer)
+			for name, w := range want {
+				t.Logf("%s:\n  %s", name, strings.Join(got[name], "\n  "))
+				if !slices.Equal(got[name], w) {
+					t.Errorf("%s differs\nclient-go:\n  %s\nours:\n  %s", name, strings.Join(w, "\n  "), strings.Join(got[name], "\n  "))
+				}
+				if len(w) < 2 {
+					t.Errorf("%s: client-go recorded nothing", name)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("handlers differ: client-go %d, ours %d", len(want), len(got))
+			}
+		})
+	}
+}
