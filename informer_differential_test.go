@@ -26,6 +26,9 @@ type informerScenario struct {
 	handlers []string
 	resyncs  map[string]*time.Duration
 	steps    func(d *informerDriver)
+	// sharedOnly: the steps add or remove handlers, which the Controller
+	// of NewInformer cannot.
+	sharedOnly bool
 }
 
 // informerConstructor is NewSharedIndexInformerWithOptions, client-go's or ours.
@@ -138,7 +141,7 @@ func informerScenarios() []informerScenario {
 			steps: func(d *informerDriver) {
 				d.sleep(25 * time.Second)
 			}},
-		{name: "handler added after sync and handler removed", handlers: two, lists: []listReply{abc},
+		{name: "handler added after sync and handler removed", handlers: two, sharedOnly: true, lists: []listReply{abc},
 			steps: func(d *informerDriver) {
 				d.send(ev(watch.Added, cm("e", "11")))
 				d.add("late", nil)
@@ -147,7 +150,7 @@ func informerScenarios() []informerScenario {
 				d.remove("h1")
 				d.send(ev(watch.Deleted, cm("e", "13")))
 			}},
-		{name: "handler added after sync with resync", lists: []listReply{abc}, defaultResync: 10 * time.Second,
+		{name: "handler added after sync with resync", lists: []listReply{abc}, defaultResync: 10 * time.Second, sharedOnly: true,
 			handlers: []string{"h1"},
 			steps: func(d *informerDriver) {
 				d.add("late", period(20*time.Second))

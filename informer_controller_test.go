@@ -1,0 +1,77 @@
+package cache
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// indexerInformerConstructor is NewTransformingIndexerInformer, client-go's or ours.
+type indexerInformerConstructor func(lw clientgocache.ListerWatcher, obj runtime.Object, resync time.Duration, h ResourceEventHandler, indexers Indexers, transform clientgocache.TransformFunc) (Indexer, Controller)
+
+// playController runs sc's first handler through the Controller of a
+// NewTransformingIndexerInformer and returns its calls in canonical order,
+// then whether the controller had synced and the objects it stored.
+func playController(t *testing.T, sc informerScenario, newInformer indexerInformerConstructor) []string {
+	var out []string
+	synctest.Test(t, func(t *testing.T) {
+		lw := &stepLW{lists: slices.Clone(sc.lists), noWL: !sc.watchList}
+		log := &handlerLog{}
+		name := sc.handlers[0]
+		var transform clientgocache.TransformFunc
+		if sc.transform {
+			transform = markTransformed
+		}
+		resync := sc.defaultResync
+		if p := sc.resyncs[name]; p != nil {
+			resync = *p
+		}
+		indexer, ctrl := newInformer(lw, &corev1.ConfigMap{}, resync, log.handler(name), Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, transform)
+		d := &informerDriver{t: t, lw: lw, log: log}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ctrl.RunWithContext(ctx)
+		}()
+		synctest.Wait()
+		sc.steps(d)
+		keys := indexer.ListKeys()
+		slices.Sort(keys)
+		out = append(log.canonical(name), "synced="+boolString(ctrl.HasSynced()), "keys="+strings.Join(keys, ","), "rv="+ctrl.LastSyncResourceVersion())
+		cancel()
+		<-done
+	})
+	return out
+}
+
+func clientGoIndexerInformer(lw clientgocache.ListerWatcher, obj runtime.Object, resync time.Duration, h ResourceEventHandler, indexers Indexers, transform clientgocache.TransformFunc) (Indexer, Controller) {
+	return clientgocache.NewTransformingIndexerInformer(lw, obj, resync, h, indexers, transform)
+}
+
+// TestControllerDifferentialWithClientGo runs the informer scenarios that
+// need no late handler through client-go's NewTransformingIndexerInformer
+// and ours, comparing the handler's calls, HasSynced, the stored keys and
+// LastSyncResourceVersion.
+func TestControllerDifferentialWithClientGo(t *testing.T) {
+	for _, sc := range informerScenarios() {
+		if sc.sharedOnly {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			want := playController(t, sc, clientGoIndexerInformer)
+			got := playController(t, sc, NewTransformingIndexerInformer)
+			t.Logf("ours:\n  %s", strings.Join(got, "\n  "))
+			if !slices.Equal(got, want) {
+				t.Errorf("calls differ\nclient-go:\n  %s\nours:\n  %s", strings.Join(want, "\n  "), strings.Join(got, "\n  "))
+			}
+		})
+	}
+}
