@@ -86,7 +86,9 @@ func (h *handlerLog) record(name, call string) {
 
 func (h *handlerLog) handler(name string) ResourceEventHandler {
 	return ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj interface{}, initial bool) { h.record(name, fmt.Sprintf("ADD %s initial=%v", describe(obj), initial)) },
+		AddFunc: func(obj interface{}, initial bool) {
+			h.record(name, fmt.Sprintf("ADD %s initial=%v", describe(obj), initial))
+		},
 		UpdateFunc: func(old, obj interface{}) { h.record(name, "UPDATE "+describe(old)+" -> "+describe(obj)) },
 		DeleteFunc: func(obj interface{}) { h.record(name, "DELETE "+describe(obj)) },
 	}
