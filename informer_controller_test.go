@@ -2,8 +2,11 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,4 +77,61 @@ func TestControllerDifferentialWithClientGo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Config in client-go's older style (DeltaFIFO, plain Process,
+// client-go's DefaultWatchErrorHandler, which dereferences the Reflector
+// it is given) runs on our Reflector: the failed LIST reaches the handler
+// with a usable Reflector and the deltas reach Process.
+func TestNewRunsAClientGoStyleConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &stepLW{noWL: true, lists: []listReply{
+			{err: errors.New("first list fails")},
+			{list: cmList("10", "", cm("a", "5"))},
+		}}
+		store := clientgocache.NewStore(clientgocache.MetaNamespaceKeyFunc)
+		fifo := clientgocache.NewDeltaFIFOWithOptions(clientgocache.DeltaFIFOOptions{KnownObjects: store, EmitDeltaTypeReplaced: true})
+		var mu sync.Mutex
+		var popped []string
+		var handled atomic.Int32
+		ctrl := New(&Config{
+			Queue:         fifo,
+			ListerWatcher: lw,
+			ObjectType:    &corev1.ConfigMap{},
+			Process: func(obj interface{}, initial bool) error {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, d := range obj.(Deltas) {
+					popped = append(popped, string(d.Type)+" "+describe(d.Object))
+					_ = store.Add(d.Object)
+				}
+				return nil
+			},
+			WatchErrorHandler: func(r *clientgocache.Reflector, err error) {
+				handled.Add(1)
+				clientgocache.DefaultWatchErrorHandler(context.Background(), r, err)
+			},
+		})
+		if ctrl.LastSyncResourceVersion() != "" {
+			t.Error("LastSyncResourceVersion set before Run")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ctrl.Run(ctx.Done())
+		}()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !ctrl.HasSynced() || ctrl.LastSyncResourceVersion() != "10" || handled.Load() != 1 {
+			t.Errorf("synced %v, rv %q, errors handled %d; want true, 10, 1", ctrl.HasSynced(), ctrl.LastSyncResourceVersion(), handled.Load())
+		}
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Join(popped, ";") != "Replaced a@5" {
+			t.Errorf("popped %q", popped)
+		}
+	})
 }
