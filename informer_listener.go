@@ -57,9 +57,13 @@ type listener struct {
 	sync    syncTracker
 	resync  resyncClock
 
-	// busySince is when the call in progress began (UnixNano), 0 if idle.
-	busySince atomic.Int64
-	delivered atomic.Uint64
+	// mostPending (guarded by mu) is the largest backlog seen.
+	mostPending int
+	// busySince is when the call in progress began (UnixNano), 0 if idle;
+	// busyTotal and slowest are the time spent in calls and the longest
+	// call, in nanoseconds (see callEnded).
+	busySince, busyTotal, slowest atomic.Int64
+	delivered                     atomic.Uint64
 }
 
 // newListener returns a listener for h with the given requested and
@@ -96,6 +100,7 @@ func (l *listener) add(n notification) {
 		l.backlog, l.head = l.backlog[:n], 0
 	}
 	l.backlog = append(l.backlog, n)
+	l.mostPending = max(l.mostPending, len(l.backlog)-l.head)
 	l.mu.Unlock()
 	l.signal()
 }
@@ -161,9 +166,10 @@ func (l *listener) run() {
 // logged with the handler's name; if the process survives, the
 // notification is skipped and delivery goes on.
 func (l *listener) deliver(n notification) {
+	start := time.Now()
+	l.busySince.Store(start.UnixNano())
+	defer l.callEnded(start)
 	defer utilruntime.HandleCrashWithLogger(l.logger)
-	l.busySince.Store(time.Now().UnixNano())
-	defer l.busySince.Store(0)
 	switch n.kind {
 	case notifyAdd:
 		l.handler.OnAdd(n.obj, n.initial)
@@ -175,7 +181,6 @@ func (l *listener) deliver(n notification) {
 	case notifyDelete:
 		l.handler.OnDelete(n.obj)
 	}
-	l.delivered.Add(1)
 }
 
 // HasSynced reports whether the informer has synced and the handler has

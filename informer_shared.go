@@ -37,6 +37,7 @@ type sharedIndexInformer struct {
 	transform         clientgocache.TransformFunc
 	watchErrorHandler clientgocache.WatchErrorHandlerWithContext
 	ctrl              *controller
+	limits            HandlerLimits
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -76,6 +77,7 @@ func newSharedIndexInformer(lw clientgocache.ListerWatcher, obj runtime.Object, 
 		objType:           obj,
 		options:           options,
 		resyncCheckPeriod: options.ResyncPeriod,
+		limits:            HandlerLimits{}.withDefaults(),
 	}
 	name := fmt.Sprintf("SharedIndexInformer %T", obj)
 	s.sync.init(func() string { return name }, s.lastError)

@@ -252,3 +252,59 @@ func TestInformerHandlerPanicIsLoggedWithItsName(t *testing.T) {
 		}
 	})
 }
+
+func TestInformerHealthNamesSlowAndStuckHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		rep := inf.(InformerHealthReporter)
+		if err := rep.SetHandlerLimits(HandlerLimits{MaxBacklog: 2, MaxCallDuration: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var firstOnly sync.Once
+		inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(interface{}) {}})
+		slow, _ := inf.AddEventHandler(&blockingHandler{wait: func() { firstOnly.Do(func() { <-release }) }})
+		if h := rep.Health(); h.Healthy || h.Reflector.State != Syncing {
+			t.Errorf("health before Run: %+v", h)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		if h := rep.Health(); !h.Healthy {
+			t.Errorf("health with a call under its limit: %+v", h)
+		}
+		(&informerDriver{t: t, lw: lw}).send(ev(watch.Added, cm("d", "11")))
+		h := rep.Health()
+		name := slow.(*listener).name
+		if len(h.Handlers) != 1 || h.Handlers[0].Name != name || h.Handlers[0].Reason != HandlerBacklog || h.Handlers[0].Backlog != 3 {
+			t.Errorf("health with a backlog of 3: %+v", h)
+		}
+		time.Sleep(10 * time.Second)
+		if h := rep.Health(); len(h.Handlers) != 1 || h.Handlers[0].Reason != HandlerStuck || h.Handlers[0].BusyFor < 10*time.Second || h.Healthy {
+			t.Errorf("health with a stuck call: %+v", h)
+		}
+		close(release)
+		synctest.Wait()
+		if h := rep.Health(); !h.Healthy {
+			t.Errorf("health after release: %+v", h)
+		}
+		st := rep.Stats()
+		if len(st.Handlers) != 2 || st.Reflector.LastResourceVersion != "11" {
+			t.Fatalf("stats: %+v", st)
+		}
+		s := st.Handlers[1]
+		if s.Delivered != 4 || s.Backlog != 0 || s.MaxBacklog != 3 || s.SlowestCall < 13*time.Second || s.ProcessingTime < s.SlowestCall || !s.Synced {
+			t.Errorf("slow handler's stats: %+v", s)
+		}
+		if err := rep.SetHandlerLimits(HandlerLimits{}); err == nil {
+			t.Error("SetHandlerLimits after Run succeeded")
+		}
+	})
+}
+
+// blockingHandler calls wait in every OnAdd.
+type blockingHandler struct{ wait func() }
+
+func (b *blockingHandler) OnAdd(interface{}, bool)           { b.wait() }
+func (b *blockingHandler) OnUpdate(interface{}, interface{}) {}
+func (b *blockingHandler) OnDelete(interface{})              {}
