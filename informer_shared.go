@@ -130,6 +130,19 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	s.mu.Unlock()
 	wg.Wait()
 	s.processor.stop()
+	s.logUnsynced(klog.FromContext(ctx))
+}
+
+// logUnsynced logs, when the informer stops before its first sync, the
+// last list/watch error: callers whose own wait only says "timed out"
+// (controller-runtime's) stop the informer, and this says why.
+func (s *sharedIndexInformer) logUnsynced(logger klog.Logger) {
+	if s.sync.done() {
+		return
+	}
+	if err := s.lastError(); err != nil {
+		logger.Error(err, "Informer stopped before it synced", "informer", s.sync.name())
+	}
 }
 
 // startOnce builds the controller and marks the informer started; nil if
