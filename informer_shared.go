@@ -38,6 +38,7 @@ type sharedIndexInformer struct {
 	watchErrorHandler clientgocache.WatchErrorHandlerWithContext
 	ctrl              *controller
 	limits            HandlerLimits
+	reflectorOptions  *ReflectorOptions
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -175,6 +176,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}).(*controller)
+	s.ctrl.adjust = s.mergeReflectorOptions()
 	s.started = true
 	return s.ctrl
 }

@@ -308,3 +308,38 @@ type blockingHandler struct{ wait func() }
 func (b *blockingHandler) OnAdd(interface{}, bool)           { b.wait() }
 func (b *blockingHandler) OnUpdate(interface{}, interface{}) {}
 func (b *blockingHandler) OnDelete(interface{})              {}
+
+func TestInformerTakesReflectorOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &stepLW{lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}} // offers WatchList
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, nil)
+		var mu sync.Mutex
+		var states []string
+		off := false
+		err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{
+			UseWatchList: &off,
+			OnHealthChange: func(h Health) {
+				mu.Lock()
+				defer mu.Unlock()
+				states = append(states, h.State.String())
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{}); err == nil {
+			t.Error("SetReflectorOptions after Run succeeded")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !inf.HasSynced() || strings.Join(states, ",") != "Synced" {
+			t.Errorf("synced %v, health changes %v; want a LIST-based sync reported once", inf.HasSynced(), states)
+		}
+		if st := inf.(InformerHealthReporter).Stats().Reflector; st.Lists[ListInitial] != 1 {
+			t.Errorf("initial LISTs: %d, want 1 (WatchList turned off)", st.Lists[ListInitial])
+		}
+	})
+}
