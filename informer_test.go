@@ -209,8 +209,10 @@ func TestInformerWaitForSyncReturnsTheCause(t *testing.T) {
 				t.Errorf("%s: WaitForSync = %v, want Forbidden, ErrNotSynced and the deadline", name, err)
 			}
 		}
-		if n := inf.HasSyncedChecker().Name(); !strings.Contains(n, "no RBAC") {
-			t.Errorf("HasSyncedChecker().Name() = %q, want the cause in it", n)
+		for _, c := range []DoneChecker{inf.HasSyncedChecker(), reg.HasSyncedChecker()} {
+			if n := c.Name(); !strings.Contains(n, "no RBAC") || !strings.Contains(n, "SharedIndexInformer *v1.ConfigMap") {
+				t.Errorf("HasSyncedChecker().Name() = %q, want the informer and the cause in it", n)
+			}
 		}
 		if r := handlerGot.Load(); r == nil || r.Name() == "" {
 			t.Errorf("watch error handler got Reflector %v", r)
