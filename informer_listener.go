@@ -149,15 +149,24 @@ func (l *listener) pending() int {
 	return len(l.backlog) - l.head
 }
 
-// run delivers notifications until the listener is stopped.
-func (l *listener) run() {
+// run delivers notifications until the listener is stopped, writing the
+// handler's metrics to p (nil for none) under the informer's name.
+func (l *listener) run(p MetricsProvider, informer string) {
 	defer close(l.done)
+	m := openHandlerMetrics(p, informer, l.name)
+	defer m.close()
 	for {
 		n, ok := l.next()
 		if !ok {
 			return
 		}
+		if m.provided == nil {
+			l.deliver(n)
+			continue
+		}
+		start := time.Now()
 		l.deliver(n)
+		m.called(time.Since(start), l.pending())
 	}
 }
 

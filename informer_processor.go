@@ -17,6 +17,11 @@ const minimumResyncPeriod = time.Second
 // processor holds an informer's listeners and fans notifications out to
 // them, in registration order.
 type processor struct {
+	// metrics and name are set before start: where the listeners write
+	// their metrics, and under which informer name.
+	metrics MetricsProvider
+	name    string
+
 	mu        sync.RWMutex
 	listeners []*listener
 	started   bool
@@ -29,7 +34,7 @@ func (p *processor) add(l *listener) {
 	defer p.mu.Unlock()
 	p.listeners = append(p.listeners, l)
 	if p.started {
-		p.wg.Go(l.run)
+		p.wg.Go(func() { l.run(p.metrics, p.name) })
 	}
 }
 
@@ -49,13 +54,15 @@ func (p *processor) remove(l *listener) {
 	}
 }
 
-// start starts every registered listener.
-func (p *processor) start() {
+// start starts every registered listener; they write their metrics to
+// metrics (nil: none) under the informer's name.
+func (p *processor) start(metrics MetricsProvider, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.metrics, p.name = metrics, name
 	p.started = true
 	for _, l := range p.listeners {
-		p.wg.Go(l.run)
+		p.wg.Go(func() { l.run(p.metrics, p.name) })
 	}
 }
 

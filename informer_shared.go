@@ -115,7 +115,7 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		klog.FromContext(ctx).Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return
 	}
-	s.processor.start()
+	s.processor.start(s.metricsTarget())
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		select {
@@ -144,6 +144,21 @@ func (s *sharedIndexInformer) logUnsynced(logger klog.Logger) {
 	if err := s.lastError(); err != nil {
 		logger.Error(err, "Informer stopped before it synced", "informer", s.sync.name())
 	}
+}
+
+// metricsTarget returns the MetricsProvider given through
+// SetReflectorOptions (nil if none) and the informer's name for metrics.
+func (s *sharedIndexInformer) metricsTarget() (MetricsProvider, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := s.sync.name()
+	if o := s.reflectorOptions; o != nil {
+		if o.Name != "" {
+			name = o.Name
+		}
+		return o.Metrics, name
+	}
+	return nil, name
 }
 
 // startOnce builds the controller and marks the informer started; nil if

@@ -345,3 +345,83 @@ func TestInformerTakesReflectorOptions(t *testing.T) {
 		}
 	})
 }
+
+// handlerMetricsRecorder is a MetricsProvider that records handler metrics.
+type handlerMetricsRecorder struct {
+	mu     sync.Mutex
+	values map[string]float64 // "informer/handler/metric"
+	open   map[string]bool    // "informer/handler"
+}
+
+func (r *handlerMetricsRecorder) NewReflectorMetrics(string) ReflectorMetrics {
+	return nopReflectorMetrics{}
+}
+
+func (r *handlerMetricsRecorder) NewHandlerMetrics(informer, handler string) HandlerMetrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[informer+"/"+handler] = true
+	return &recordedHandler{r: r, prefix: informer + "/" + handler}
+}
+
+func (r *handlerMetricsRecorder) get(key string) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.values[key]
+}
+
+type recordedHandler struct {
+	r      *handlerMetricsRecorder
+	prefix string
+}
+
+type recordedMetric struct {
+	r   *handlerMetricsRecorder
+	key string
+}
+
+func (m recordedMetric) Add(d float64) { m.r.mu.Lock(); m.r.values[m.key] += d; m.r.mu.Unlock() }
+func (m recordedMetric) Set(v float64) { m.r.mu.Lock(); m.r.values[m.key] = v; m.r.mu.Unlock() }
+
+func (h *recordedHandler) Counter(metric string) CounterMetric {
+	return recordedMetric{h.r, h.prefix + "/" + metric}
+}
+func (h *recordedHandler) Gauge(metric string) GaugeMetric {
+	return recordedMetric{h.r, h.prefix + "/" + metric}
+}
+func (h *recordedHandler) Delete() { h.r.mu.Lock(); delete(h.r.open, h.prefix); h.r.mu.Unlock() }
+
+type nopReflectorMetrics struct{}
+
+func (nopReflectorMetrics) Counter(string, string) CounterMetric { return nil }
+func (nopReflectorMetrics) Gauge(string) GaugeMetric             { return nil }
+func (nopReflectorMetrics) Delete()                              {}
+
+func TestInformerHandlerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		rec := &handlerMetricsRecorder{values: map[string]float64{}, open: map[string]bool{}}
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Name: "cms", Metrics: rec}); err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := inf.AddEventHandler(&blockingHandler{wait: func() { time.Sleep(time.Second) }})
+		name := "cms/" + reg.(*listener).name
+		stop := runInformer(t, inf)
+		synctest.Wait()
+		d := &informerDriver{t: t, lw: lw}
+		d.send(ev(watch.Added, cm("d", "11")))
+		d.sleep(2 * time.Second) // four calls of a second each
+		if got := rec.get(name + "/" + MetricHandlerCalls); got != 4 {
+			t.Errorf("calls = %v, want 4", got)
+		}
+		if got := rec.get(name + "/" + MetricHandlerProcessingSeconds); got != 4 {
+			t.Errorf("processing seconds = %v, want 4", got)
+		}
+		stop()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.open) != 0 {
+			t.Errorf("handler metrics left after stop: %v", rec.open)
+		}
+	})
+}
