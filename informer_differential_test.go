@@ -64,7 +64,10 @@ func playInformer(t *testing.T, sc informerScenario, newInformer informerConstru
 		for name, reg := range d.regs {
 			out[name] = append(d.log.canonical(name), "synced="+boolString(reg.HasSynced()))
 		}
-		out["informer"] = []string{"synced=" + boolString(inf.HasSynced()), "rv=" + inf.LastSyncResourceVersion()}
+		keys := inf.GetIndexer().ListKeys()
+		slices.Sort(keys)
+		out["informer"] = []string{"synced=" + boolString(inf.HasSynced()), "rv=" + inf.LastSyncResourceVersion(),
+			"storeRV=" + inf.GetIndexer().LastStoreSyncResourceVersion(), "keys=" + strings.Join(keys, ",")}
 		cancel()
 		<-done
 		if !inf.IsStopped() {
@@ -105,6 +108,14 @@ func informerScenarios() []informerScenario {
 			steps: func(d *informerDriver) {
 				d.send(ev(watch.Added, cm("a", "5")), ev(watch.Added, cm("b", "7")), bookmark("10", true))
 				d.send(ev(watch.Modified, cm("a", "11")), ev(watch.Deleted, cm("b", "12")))
+			}},
+		{name: "watchlist again after 410", watchList: true, handlers: two,
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Added, cm("a", "5")), ev(watch.Added, cm("b", "7")), bookmark("10", true))
+				d.send(ev(watch.Modified, cm("a", "11")), bookmark("12", false))
+				d.send(expired)
+				d.send(ev(watch.Added, cm("a", "11")), ev(watch.Added, cm("c", "13")), bookmark("20", true))
+				d.send(ev(watch.Deleted, cm("c", "21")))
 			}},
 		{name: "410 relist gives tombstones and same-RV updates", handlers: two, lists: []listReply{abc, relist},
 			steps: func(d *informerDriver) {
