@@ -92,12 +92,21 @@ func ourInformer(lw clientgocache.ListerWatcher, obj runtime.Object, o SharedInd
 	return NewSharedIndexInformerWithOptions(lw, obj, o)
 }
 
+// Objects and replies the scenarios share.
+var (
+	two     = []string{"h1", "h2"}
+	abc     = listReply{list: cmList("10", "", cm("a", "5"), cm("b", "6"), cm("c", "7"))}
+	relist  = listReply{list: cmList("20", "", cm("a", "5"), cm("c", "15"), cm("d", "16"))}
+	expired = errEvent(expiredStatus())
+)
+
 // informerScenarios covers what must reach handlers exactly as in client-go.
 func informerScenarios() []informerScenario {
-	two := []string{"h1", "h2"}
-	abc := listReply{list: cmList("10", "", cm("a", "5"), cm("b", "6"), cm("c", "7"))}
-	relist := listReply{list: cmList("20", "", cm("a", "5"), cm("c", "15"), cm("d", "16"))}
-	expired := errEvent(expiredStatus())
+	return slices.Concat(syncScenarios(), resyncScenarios(), handlerScenarios())
+}
+
+// syncScenarios: lists, WatchLists, watch events, relists, transform.
+func syncScenarios() []informerScenario {
 	return []informerScenario{
 		{name: "list then watch events", handlers: two, lists: []listReply{abc},
 			steps: func(d *informerDriver) {
@@ -126,6 +135,17 @@ func informerScenarios() []informerScenario {
 				d.send(expired)
 				d.send(ev(watch.Added, cm("e", "21")))
 			}},
+		{name: "transform", transform: true, handlers: two, lists: []listReply{abc, relist},
+			steps: func(d *informerDriver) {
+				d.send(ev(watch.Added, cm("e", "11")), ev(watch.Modified, cm("a", "12")))
+				d.send(expired)
+			}},
+	}
+}
+
+// resyncScenarios: resync periods of the informer and of handlers.
+func resyncScenarios() []informerScenario {
+	return []informerScenario{
 		{name: "resync with ShouldResync: two periods and none", lists: []listReply{abc}, defaultResync: time.Minute,
 			handlers: []string{"h10s", "h25s", "none"},
 			resyncs:  map[string]*time.Duration{"h10s": period(10 * time.Second), "h25s": period(25 * time.Second), "none": period(0)},
@@ -145,16 +165,17 @@ func informerScenarios() []informerScenario {
 				d.sleep(12 * time.Second)
 				d.send(expired)
 			}},
-		{name: "transform", transform: true, handlers: two, lists: []listReply{abc, relist},
-			steps: func(d *informerDriver) {
-				d.send(ev(watch.Added, cm("e", "11")), ev(watch.Modified, cm("a", "12")))
-				d.send(expired)
-			}},
 		{name: "handler resyncs need an informer resync period", lists: []listReply{abc},
 			handlers: []string{"h10s"}, resyncs: map[string]*time.Duration{"h10s": period(10 * time.Second)},
 			steps: func(d *informerDriver) {
 				d.sleep(25 * time.Second)
 			}},
+	}
+}
+
+// handlerScenarios: handlers added after sync and removed.
+func handlerScenarios() []informerScenario {
+	return []informerScenario{
 		{name: "handler added after sync and handler removed", handlers: two, sharedOnly: true, lists: []listReply{abc},
 			steps: func(d *informerDriver) {
 				d.send(ev(watch.Added, cm("e", "11")))
