@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	clientgofeatures "k8s.io/client-go/features"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
 
@@ -216,6 +217,33 @@ func TestInformerDifferentialWithClientGo(t *testing.T) {
 			if len(got) != len(want) {
 				t.Errorf("handlers differ: client-go %d, ours %d", len(want), len(got))
 			}
+		})
+	}
+}
+
+// gatesWithout is client-go's feature gates with one feature turned off.
+type gatesWithout struct {
+	base clientgofeatures.Gates
+	off  clientgofeatures.Feature
+}
+
+func (g gatesWithout) Enabled(f clientgofeatures.Feature) bool {
+	return f != g.off && g.base.Enabled(f)
+}
+
+// TestInformerDifferentialUnderFeatureGates repeats the differential
+// tests with each of client-go's informer gates turned off in turn: the
+// per-object (non-atomic) RealFIFO, one-at-a-time pops, and pops that hold
+// the queue's lock. Both informers read the same gates.
+func TestInformerDifferentialUnderFeatureGates(t *testing.T) {
+	base := clientgofeatures.FeatureGates()
+	defer clientgofeatures.ReplaceFeatureGates(base)
+	for _, f := range []clientgofeatures.Feature{clientgofeatures.AtomicFIFO, clientgofeatures.InOrderInformersBatchProcess, clientgofeatures.UnlockWhileProcessingFIFO} {
+		t.Run(string(f)+"=false", func(t *testing.T) {
+			clientgofeatures.ReplaceFeatureGates(gatesWithout{base: base, off: f})
+			defer clientgofeatures.ReplaceFeatureGates(base)
+			TestInformerDifferentialWithClientGo(t)
+			TestControllerDifferentialWithClientGo(t)
 		})
 	}
 }
