@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgofeatures "k8s.io/client-go/features"
 	clientgocache "k8s.io/client-go/tools/cache"
@@ -86,6 +87,24 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 	})
 }
 
+// batchKey is the key an atomic RealFIFO files objects under. In atomic
+// mode the queue uses keys only to check that an object has metadata and
+// to keep two deltas of one object out of one batch (a repeated key ends
+// the batch), so a coarser key than namespace/name is safe: the name, which
+// costs no allocation, where MetaNamespaceKeyFunc builds a string twice per
+// event. Objects of the same name in different namespaces merely end
+// batches early.
+func batchKey(obj interface{}) (string, error) {
+	if d, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
+		return d.Key, nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return m.GetName(), nil
+}
+
 // newInformerQueue returns the queue client-go's informers use with
 // client-go's feature gates as they are set: a RealFIFO, atomic (one
 // ReplacedAll per relist, one SyncAll per resync, Bookmark deltas, popped
@@ -103,6 +122,7 @@ func newInformerQueue(logger klog.Logger, objType any, store clientgocache.Store
 		MetricsProvider: metrics,
 	}
 	if gates.Enabled(clientgofeatures.AtomicFIFO) {
+		opts.KeyFunction = batchKey
 		opts.AtomicEvents = true
 		opts.UnlockWhileProcessing = gates.Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
 		opts.EmitDeltaTypeBookmark = true

@@ -254,3 +254,39 @@ func TestInformerHandlerPanicIsLoggedWithItsName(t *testing.T) {
 		}
 	})
 }
+
+// The queue files objects by name only (batchKey): objects of one name in
+// two namespaces, in one burst, must both arrive, in order.
+func TestInformerSameNameInTwoNamespaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, nil)
+		var mu sync.Mutex
+		var seen []string
+		inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) {
+			mu.Lock()
+			defer mu.Unlock()
+			c := obj.(*corev1.ConfigMap)
+			seen = append(seen, c.Namespace+"/"+c.Name)
+		}, UpdateFunc: func(_, obj interface{}) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, "update "+obj.(*corev1.ConfigMap).Namespace)
+		}})
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		other := cm("a", "12")
+		other.Namespace = "other"
+		again := cm("a", "13")
+		(&informerDriver{t: t, lw: lw}).send(ev(watch.Added, cm("a", "11")), ev(watch.Added, other), ev(watch.Modified, again))
+		mu.Lock()
+		defer mu.Unlock()
+		if got := strings.Join(seen, ","); got != "ns/a,other/a,update ns" {
+			t.Errorf("handler saw %s", got)
+		}
+		if keys := inf.GetStore().ListKeys(); len(keys) != 2 {
+			t.Errorf("store keys %v", keys)
+		}
+	})
+}
