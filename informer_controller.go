@@ -1,0 +1,179 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgofeatures "k8s.io/client-go/features"
+	clientgocache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// controller is the Controller New returns: our Reflector fills the
+// Config's Queue while one loop pops it into the Config's Process (or
+// ProcessBatch) function.
+type controller struct {
+	config Config
+	// adjust, if set, edits the Reflector's options before it is built
+	// (the shared informer uses it to pass its own settings).
+	adjust func(*ReflectorOptions)
+
+	mu        sync.RWMutex
+	reflector *Reflector
+}
+
+// New returns a Controller for c, driven by this package's Reflector.
+// c.Queue, c.ListerWatcher and c.Process must be set; New panics if the
+// Queue or the ListerWatcher is nil (these are programming errors that
+// would otherwise show up only as a hang or a crash inside Run).
+func New(c *Config) Controller {
+	mustBeSetIn(c.Queue, "Queue", "New")
+	mustBeSetIn(c.ListerWatcher, "ListerWatcher", "New")
+	return &controller{config: *c}
+}
+
+// mustBeSetIn panics, naming fn, if v, a required argument, is nil.
+func mustBeSetIn(v any, what, fn string) {
+	defer func() {
+		if r := recover(); r != nil {
+			panic("cache: " + fn + " called with a nil " + what)
+		}
+	}()
+	mustBeSet(v, what)
+}
+
+// Run is RunWithContext with a context that ends when stopCh closes.
+func (c *controller) Run(stopCh <-chan struct{}) {
+	c.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext builds a Reflector over the Config's ListerWatcher and
+// Queue, runs it, and pops the Queue into the Config's process function
+// until ctx ends. It closes the Queue when ctx ends and returns once the
+// Reflector and the pop loop have both stopped. Call it once.
+func (c *controller) RunWithContext(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	r := c.newReflector(ctx)
+	c.mu.Lock()
+	c.reflector = r
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := make(chan struct{})
+	defer close(stop)
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		c.config.Queue.Close()
+	})
+	wg.Go(func() { r.RunWithContext(ctx) })
+	c.processLoop(ctx)
+}
+
+// newReflector builds the Reflector RunWithContext runs.
+func (c *controller) newReflector(ctx context.Context) *Reflector {
+	cfg := &c.config
+	logger := klog.FromContext(ctx)
+	opts := ReflectorOptions{
+		Logger:          &logger,
+		ResyncPeriod:    cfg.FullResyncPeriod,
+		MinWatchTimeout: cfg.MinWatchTimeout,
+		TypeDescription: cfg.ObjectDescription,
+	}
+	// shadow is handed to client-go's error handlers, which take client-go's
+	// Reflector; it is built below, before the Reflector runs.
+	var shadow *clientgocache.Reflector
+	if h := clientGoWatchErrorHandler(cfg); h != nil {
+		opts.WatchErrorHandler = func(ctx context.Context, _ *Reflector, err error) { h(ctx, shadow, err) }
+	}
+	if c.adjust != nil {
+		c.adjust(&opts)
+	}
+	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
+	r.ShouldResync = cfg.ShouldResync
+	r.WatchListPageSize = cfg.WatchListPageSize
+	if opts.WatchErrorHandler != nil {
+		shadow = shadowReflector(r, cfg)
+	}
+	return r
+}
+
+// clientGoWatchErrorHandler returns the Config's error handler, if any, in
+// its context form (WatchErrorHandler wins, as in client-go).
+func clientGoWatchErrorHandler(cfg *Config) clientgocache.WatchErrorHandlerWithContext {
+	if h := cfg.WatchErrorHandler; h != nil {
+		return func(_ context.Context, r *clientgocache.Reflector, err error) { h(r, err) }
+	}
+	return cfg.WatchErrorHandlerWithContext
+}
+
+// shadowReflector builds a client-go Reflector that is never run, with r's
+// name and type description, to be handed to client-go's watch error
+// handlers (client-go's DefaultWatchErrorHandler reads it, so it must not be
+// nil). It shares nothing with r that it could change.
+func shadowReflector(r *Reflector, cfg *Config) *clientgocache.Reflector {
+	return clientgocache.NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, discardStore{},
+		clientgocache.ReflectorOptions{Name: r.Name(), TypeDescription: r.TypeDescription()})
+}
+
+// discardStore is the never-written store of a shadow Reflector.
+type discardStore struct{}
+
+func (discardStore) Add(interface{}) error               { return nil }
+func (discardStore) Update(interface{}) error            { return nil }
+func (discardStore) Delete(interface{}) error            { return nil }
+func (discardStore) Replace([]interface{}, string) error { return nil }
+func (discardStore) Resync() error                       { return nil }
+
+// processLoop pops the Queue until it is closed or ctx ends. Errors from
+// the process function are dropped after the Queue has dealt with them,
+// as in client-go.
+func (c *controller) processLoop(ctx context.Context) {
+	pop := c.popper()
+	for ctx.Err() == nil {
+		if err := pop(); errors.Is(err, ErrFIFOClosed) {
+			return
+		}
+	}
+}
+
+// popper returns a function that pops once: in batches when the Queue can,
+// the Config has a ProcessBatch and client-go's InOrderInformersBatchProcess
+// gate is on (as client-go decides), one item at a time otherwise.
+func (c *controller) popper() func() error {
+	process := PopProcessFunc(c.config.Process)
+	bq, ok := c.config.Queue.(QueueWithBatch)
+	if ok && c.config.ProcessBatch != nil && clientgofeatures.FeatureGates().Enabled(clientgofeatures.InOrderInformersBatchProcess) {
+		return func() error { return bq.PopBatch(c.config.ProcessBatch, process) }
+	}
+	return func() error {
+		_, err := c.config.Queue.Pop(process)
+		return err
+	}
+}
+
+// HasSynced reports whether the Queue has handed out its first list.
+func (c *controller) HasSynced() bool { return c.config.Queue.HasSynced() }
+
+// HasSyncedChecker is the Queue's DoneChecker for the same.
+func (c *controller) HasSyncedChecker() DoneChecker { return c.config.Queue.HasSyncedChecker() }
+
+// LastSyncResourceVersion is the Reflector's, or "" before Run.
+func (c *controller) LastSyncResourceVersion() string {
+	if r := c.runningReflector(); r != nil {
+		return r.LastSyncResourceVersion()
+	}
+	return ""
+}
+
+// runningReflector returns the Reflector of the run, nil before Run.
+func (c *controller) runningReflector() *Reflector {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.reflector
+}

@@ -1,0 +1,151 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// informerKeyFunc keys the informers' stores, as client-go's do.
+var informerKeyFunc clientgocache.KeyFunc = clientgocache.DeletionHandlingMetaNamespaceKeyFunc
+
+// deltaApplier applies popped deltas to a store and tells a handler what
+// changed, with the calls client-go's informers make for the same deltas.
+// It is used from the one goroutine that pops the queue.
+type deltaApplier struct {
+	store   clientgocache.Store
+	handler ResourceEventHandler
+}
+
+// process is a ProcessFunc: obj must be a Deltas.
+func (a deltaApplier) process(obj interface{}, isInInitialList bool) error {
+	deltas, ok := obj.(Deltas)
+	if !ok {
+		return fmt.Errorf("popped %T, not Deltas", obj)
+	}
+	for _, d := range deltas {
+		if err := a.apply(d, isInInitialList); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processBatch is a ProcessBatchFunc: it applies every delta, in order,
+// and returns every failure joined.
+func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
+	var errs []error
+	for _, d := range deltas {
+		if err := a.apply(d, isInInitialList); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// apply applies one delta. Upserts become OnAdd or OnUpdate depending on
+// whether the store held the object; a SyncAll becomes OnUpdate(o, o) for
+// every stored object; a Bookmark only moves the store's resourceVersion.
+func (a deltaApplier) apply(d Delta, isInInitialList bool) error {
+	switch d.Type {
+	case Added, Updated, Replaced, Sync:
+		return a.upsert(d.Object, isInInitialList)
+	case Deleted:
+		if err := a.store.Delete(d.Object); err != nil {
+			return err
+		}
+		a.handler.OnDelete(d.Object)
+		return nil
+	case ReplacedAll:
+		info, ok := d.Object.(ReplacedAllInfo)
+		if !ok {
+			return fmt.Errorf("ReplacedAll delta carries %T, not ReplacedAllInfo", d.Object)
+		}
+		return a.replaceAll(info, isInInitialList)
+	case SyncAll:
+		for _, o := range a.store.List() {
+			a.handler.OnUpdate(o, o)
+		}
+		return nil
+	case Bookmark:
+		info, ok := d.Object.(BookmarkInfo)
+		if !ok {
+			return fmt.Errorf("Bookmark delta carries %T, not BookmarkInfo", d.Object)
+		}
+		a.store.Bookmark(info.ResourceVersion)
+		return nil
+	}
+	return fmt.Errorf("unknown delta type %q", d.Type)
+}
+
+func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
+	old, exists, err := a.store.Get(obj)
+	if err == nil && exists {
+		if err := a.store.Update(obj); err != nil {
+			return err
+		}
+		a.handler.OnUpdate(old, obj)
+		return nil
+	}
+	if err := a.store.Add(obj); err != nil {
+		return err
+	}
+	a.handler.OnAdd(obj, isInInitialList)
+	return nil
+}
+
+// replaceAll makes the store hold exactly info.Objects, then tells the
+// handler: first OnDelete with a DeletedFinalStateUnknown for every stored
+// object missing from the list (sorted by key; client-go's order is the
+// store's map order), then, in list order, OnUpdate(old, new) for objects
+// the store held and OnAdd for the others.
+func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
+	keys := make([]string, len(info.Objects))
+	listed := make(map[string]struct{}, len(info.Objects))
+	for i, o := range info.Objects {
+		k, err := informerKeyFunc(o)
+		if err != nil {
+			return clientgocache.KeyError{Obj: o, Err: err}
+		}
+		keys[i] = k
+		listed[k] = struct{}{}
+	}
+	gone := a.missing(listed)
+	olds := make([]interface{}, len(info.Objects))
+	for i, k := range keys {
+		if old, exists, err := a.store.GetByKey(k); err == nil && exists {
+			olds[i] = old
+		}
+	}
+	if err := a.store.Replace(info.Objects, info.ResourceVersion); err != nil {
+		return err
+	}
+	for _, t := range gone {
+		a.handler.OnDelete(t)
+	}
+	for i, o := range info.Objects {
+		if olds[i] != nil {
+			a.handler.OnUpdate(olds[i], o)
+		} else {
+			a.handler.OnAdd(o, isInInitialList)
+		}
+	}
+	return nil
+}
+
+// missing returns tombstones, sorted by key, for the stored objects whose
+// keys are not in listed.
+func (a deltaApplier) missing(listed map[string]struct{}) []clientgocache.DeletedFinalStateUnknown {
+	var gone []clientgocache.DeletedFinalStateUnknown
+	for _, k := range a.store.ListKeys() {
+		if _, ok := listed[k]; ok {
+			continue
+		}
+		old, _, _ := a.store.GetByKey(k)
+		gone = append(gone, clientgocache.DeletedFinalStateUnknown{Key: k, Obj: old})
+	}
+	sort.Slice(gone, func(i, j int) bool { return gone[i].Key < gone[j].Key })
+	return gone
+}

@@ -1,0 +1,183 @@
+package cache
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func TestInformerHealthNamesSlowAndStuckHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		rep := inf.(InformerHealthReporter)
+		if err := rep.SetHandlerLimits(HandlerLimits{MaxBacklog: 2, MaxCallDuration: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var firstOnly sync.Once
+		inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(interface{}) {}})
+		slow, _ := inf.AddEventHandler(&blockingHandler{wait: func() { firstOnly.Do(func() { <-release }) }})
+		if h := rep.Health(); h.Healthy || h.Reflector.State != Syncing {
+			t.Errorf("health before Run: %+v", h)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		if h := rep.Health(); !h.Healthy {
+			t.Errorf("health with a call under its limit: %+v", h)
+		}
+		(&informerDriver{t: t, lw: lw}).send(ev(watch.Added, cm("d", "11")))
+		h := rep.Health()
+		name := slow.(*listener).name
+		if len(h.Handlers) != 1 || h.Handlers[0].Name != name || h.Handlers[0].Reason != HandlerBacklog || h.Handlers[0].Backlog != 3 {
+			t.Errorf("health with a backlog of 3: %+v", h)
+		}
+		time.Sleep(10 * time.Second)
+		if h := rep.Health(); len(h.Handlers) != 1 || h.Handlers[0].Reason != HandlerStuck || h.Handlers[0].BusyFor < 10*time.Second || h.Healthy {
+			t.Errorf("health with a stuck call: %+v", h)
+		}
+		close(release)
+		synctest.Wait()
+		if h := rep.Health(); !h.Healthy {
+			t.Errorf("health after release: %+v", h)
+		}
+		st := rep.Stats()
+		if len(st.Handlers) != 2 || st.Reflector.LastResourceVersion != "11" {
+			t.Fatalf("stats: %+v", st)
+		}
+		s := st.Handlers[1]
+		if s.Delivered != 4 || s.Backlog != 0 || s.MaxBacklog != 3 || s.SlowestCall < 13*time.Second || s.ProcessingTime < s.SlowestCall || !s.Synced {
+			t.Errorf("slow handler's stats: %+v", s)
+		}
+		if err := rep.SetHandlerLimits(HandlerLimits{}); err == nil {
+			t.Error("SetHandlerLimits after Run succeeded")
+		}
+	})
+}
+
+// blockingHandler calls wait in every OnAdd.
+type blockingHandler struct{ wait func() }
+
+func (b *blockingHandler) OnAdd(interface{}, bool)           { b.wait() }
+func (b *blockingHandler) OnUpdate(interface{}, interface{}) {}
+func (b *blockingHandler) OnDelete(interface{})              {}
+
+func TestInformerTakesReflectorOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &stepLW{lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}} // offers WatchList
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, nil)
+		var mu sync.Mutex
+		var states []string
+		off := false
+		err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{
+			UseWatchList: &off,
+			OnHealthChange: func(h Health) {
+				mu.Lock()
+				defer mu.Unlock()
+				states = append(states, h.State.String())
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{}); err == nil {
+			t.Error("SetReflectorOptions after Run succeeded")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !inf.HasSynced() || strings.Join(states, ",") != "Synced" {
+			t.Errorf("synced %v, health changes %v; want a LIST-based sync reported once", inf.HasSynced(), states)
+		}
+		if st := inf.(InformerHealthReporter).Stats().Reflector; st.Lists[ListInitial] != 1 {
+			t.Errorf("initial LISTs: %d, want 1 (WatchList turned off)", st.Lists[ListInitial])
+		}
+	})
+}
+
+// handlerMetricsRecorder is a MetricsProvider that records handler metrics.
+type handlerMetricsRecorder struct {
+	mu     sync.Mutex
+	values map[string]float64 // "informer/handler/metric"
+	open   map[string]bool    // "informer/handler"
+}
+
+func (r *handlerMetricsRecorder) NewReflectorMetrics(string) ReflectorMetrics {
+	return nopReflectorMetrics{}
+}
+
+func (r *handlerMetricsRecorder) NewHandlerMetrics(informer, handler string) HandlerMetrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[informer+"/"+handler] = true
+	return &recordedHandler{r: r, prefix: informer + "/" + handler}
+}
+
+func (r *handlerMetricsRecorder) get(key string) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.values[key]
+}
+
+type recordedHandler struct {
+	r      *handlerMetricsRecorder
+	prefix string
+}
+
+type recordedMetric struct {
+	r   *handlerMetricsRecorder
+	key string
+}
+
+func (m recordedMetric) Add(d float64) { m.r.mu.Lock(); m.r.values[m.key] += d; m.r.mu.Unlock() }
+func (m recordedMetric) Set(v float64) { m.r.mu.Lock(); m.r.values[m.key] = v; m.r.mu.Unlock() }
+
+func (h *recordedHandler) Counter(metric string) CounterMetric {
+	return recordedMetric{h.r, h.prefix + "/" + metric}
+}
+func (h *recordedHandler) Gauge(metric string) GaugeMetric {
+	return recordedMetric{h.r, h.prefix + "/" + metric}
+}
+func (h *recordedHandler) Delete() { h.r.mu.Lock(); delete(h.r.open, h.prefix); h.r.mu.Unlock() }
+
+type nopReflectorMetrics struct{}
+
+func (nopReflectorMetrics) Counter(string, string) CounterMetric { return nil }
+func (nopReflectorMetrics) Gauge(string) GaugeMetric             { return nil }
+func (nopReflectorMetrics) Delete()                              {}
+
+func TestInformerHandlerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		rec := &handlerMetricsRecorder{values: map[string]float64{}, open: map[string]bool{}}
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Name: "cms", Metrics: rec}); err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := inf.AddEventHandler(&blockingHandler{wait: func() { time.Sleep(time.Second) }})
+		name := "cms/" + reg.(*listener).name
+		stop := runInformer(t, inf)
+		synctest.Wait()
+		d := &informerDriver{t: t, lw: lw}
+		d.send(ev(watch.Added, cm("d", "11")))
+		d.sleep(2 * time.Second) // four calls of a second each
+		if got := rec.get(name + "/" + MetricHandlerCalls); got != 4 {
+			t.Errorf("calls = %v, want 4", got)
+		}
+		if got := rec.get(name + "/" + MetricHandlerProcessingSeconds); got != 4 {
+			t.Errorf("processing seconds = %v, want 4", got)
+		}
+		stop()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.open) != 0 {
+			t.Errorf("handler metrics left after stop: %v", rec.open)
+		}
+	})
+}

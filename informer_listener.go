@@ -1,0 +1,266 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+)
+
+// notifyKind says which handler method a notification calls.
+type notifyKind uint8
+
+const (
+	notifyAdd notifyKind = iota
+	notifyUpdate
+	notifyDelete
+)
+
+// notification is one handler call waiting in a listener's backlog. It is
+// a plain struct, so queueing it boxes nothing.
+type notification struct {
+	kind     notifyKind
+	initial  bool
+	old, obj interface{}
+}
+
+// listener delivers notifications to one handler, in order, from one
+// goroutine (run), buffering them in a backlog that starts empty and grows
+// as needed, so that a slow handler delays only itself. It is also the
+// handler's ResourceEventHandlerRegistration.
+type listener struct {
+	handler ResourceEventHandler
+	name    string
+	logger  klog.Logger
+
+	mu      sync.Mutex
+	backlog []notification
+	head    int
+	stopped bool
+	// wake holds a signal when the backlog may have grown or the listener
+	// was stopped.
+	wake chan struct{}
+	// done is closed when run has returned (or, for a listener that never
+	// ran, when it is removed); see ShutdownChan.
+	done chan struct{}
+
+	// syncing is guarded by the processor's lock: whether the listener
+	// gets the resync notifications of the current resync.
+	syncing bool
+	sync    syncTracker
+	resync  resyncClock
+
+	// mostPending (guarded by mu) is the largest backlog seen.
+	mostPending int
+	// busySince is when the call in progress began (UnixNano), 0 if idle;
+	// busyTotal and slowest are the time spent in calls and the longest
+	// call, in nanoseconds (see callEnded).
+	busySince, busyTotal, slowest atomic.Int64
+	delivered                     atomic.Uint64
+}
+
+// newListener returns a listener for h with the given requested and
+// effective resync periods; upstream names the informer and gives its
+// last list/watch error.
+func newListener(logger klog.Logger, h ResourceEventHandler, requested, effective time.Duration, now time.Time, upstream *syncTracker) *listener {
+	name := handlerName(h)
+	l := &listener{
+		handler: h,
+		name:    name,
+		logger:  klog.LoggerWithValues(logger, "handler", name),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		syncing: true,
+	}
+	l.sync.init(func() string { return upstream.name() + " + event handler " + name }, upstream.cause)
+	l.resync.init(requested, effective, now)
+	return l
+}
+
+// add queues n; it never blocks on the handler.
+func (l *listener) add(n notification) {
+	if n.kind == notifyAdd && n.initial {
+		l.sync.start()
+	}
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	if l.head > 0 && len(l.backlog) == cap(l.backlog) && l.head >= len(l.backlog)/2 {
+		n := copy(l.backlog, l.backlog[l.head:])
+		clear(l.backlog[n:])
+		l.backlog, l.head = l.backlog[:n], 0
+	}
+	l.backlog = append(l.backlog, n)
+	l.mostPending = max(l.mostPending, len(l.backlog)-l.head)
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *listener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends run after the call in progress; the backlog is dropped.
+func (l *listener) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.backlog, l.head = nil, 0
+	l.mu.Unlock()
+	l.signal()
+}
+
+// next waits for the oldest queued notification; false once stopped.
+func (l *listener) next() (notification, bool) {
+	l.mu.Lock()
+	for len(l.backlog) == l.head && !l.stopped {
+		l.mu.Unlock()
+		<-l.wake
+		l.mu.Lock()
+	}
+	defer l.mu.Unlock()
+	if l.stopped {
+		return notification{}, false
+	}
+	n := l.backlog[l.head]
+	l.backlog[l.head] = notification{}
+	l.head++
+	if l.head == len(l.backlog) {
+		l.backlog, l.head = l.backlog[:0], 0
+	}
+	return n, true
+}
+
+// pending is the number of queued notifications.
+func (l *listener) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.backlog) - l.head
+}
+
+// run delivers notifications until the listener is stopped, writing the
+// handler's metrics to p (nil for none) under the informer's name.
+func (l *listener) run(p MetricsProvider, informer string) {
+	defer close(l.done)
+	m := openHandlerMetrics(p, informer, l.name)
+	defer m.close()
+	for {
+		n, ok := l.next()
+		if !ok {
+			return
+		}
+		if m.provided == nil {
+			l.deliver(n)
+			continue
+		}
+		start := time.Now()
+		l.deliver(n)
+		m.called(time.Since(start), l.pending())
+	}
+}
+
+// deliver makes one handler call. A panic gets utilruntime.HandleCrash's
+// treatment (the process crashes unless utilruntime.ReallyCrash is off),
+// logged with the handler's name; if the process survives, the
+// notification is skipped and delivery goes on.
+func (l *listener) deliver(n notification) {
+	start := time.Now()
+	l.busySince.Store(start.UnixNano())
+	defer l.callEnded(start)
+	defer utilruntime.HandleCrashWithLogger(l.logger)
+	switch n.kind {
+	case notifyAdd:
+		l.handler.OnAdd(n.obj, n.initial)
+		if n.initial {
+			l.sync.finish()
+		}
+	case notifyUpdate:
+		l.handler.OnUpdate(n.old, n.obj)
+	case notifyDelete:
+		l.handler.OnDelete(n.obj)
+	}
+}
+
+// HasSynced reports whether the informer has synced and the handler has
+// returned from every OnAdd of the initial list.
+func (l *listener) HasSynced() bool { return l.sync.done() }
+
+// HasSyncedChecker is a DoneChecker for HasSynced.
+func (l *listener) HasSyncedChecker() DoneChecker { return &l.sync }
+
+// WaitForSync blocks until HasSynced (nil) or ctx ends; the error then
+// wraps ErrNotSynced, ctx's error and the informer's last list/watch error.
+func (l *listener) WaitForSync(ctx context.Context) error { return l.sync.wait(ctx) }
+
+// ShutdownChan is closed once the handler will be called no more after
+// its removal (or the informer's stop). client-go's ShutDownEventHandler
+// waits on it.
+func (l *listener) ShutdownChan() <-chan struct{} { return l.done }
+
+// handlerName names a handler for logs: the package of the functions of a
+// ResourceEventHandlerFuncs (or their names if they come from several
+// places), otherwise the handler's type with its package path.
+func handlerName(h ResourceEventHandler) string {
+	switch f := h.(type) {
+	case ResourceEventHandlerFuncs:
+		return funcsName(f.AddFunc, f.UpdateFunc, f.DeleteFunc)
+	case *ResourceEventHandlerFuncs:
+		return funcsName(f.AddFunc, f.UpdateFunc, f.DeleteFunc)
+	case ResourceEventHandlerDetailedFuncs:
+		return funcsName(f.AddFunc, f.UpdateFunc, f.DeleteFunc)
+	}
+	t := reflect.TypeOf(h)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "" || t.Name() == "" {
+		return fmt.Sprintf("%T", h)
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+// funcsName is the common qualifier of the non-nil functions' names (the
+// part before the last dot), or their names joined with "+".
+func funcsName(fns ...any) string {
+	var names []string
+	common := ""
+	for _, fn := range fns {
+		v := reflect.ValueOf(fn)
+		if !v.IsValid() || v.IsNil() {
+			continue
+		}
+		f := runtime.FuncForPC(v.Pointer())
+		if f == nil {
+			continue
+		}
+		name := f.Name()
+		names = append(names, name)
+		q := name
+		if i := strings.LastIndexByte(name, '.'); i > 0 {
+			q = name[:i]
+		}
+		if common == "" || common == q {
+			common = q
+		} else {
+			common = "\x00"
+		}
+	}
+	switch common {
+	case "":
+		return "<no functions>"
+	case "\x00":
+		return strings.Join(names, "+")
+	}
+	return common
+}

@@ -1,0 +1,133 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgofeatures "k8s.io/client-go/features"
+	clientgocache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// NewInformerWithOptions returns a store (an Indexer when options.Indexers
+// is set) and a Controller that keeps it in step with options.ListerWatcher
+// through this package's Reflector, calling options.Handler for every
+// change. Use the store only to read: writing to it makes the
+// notifications wrong. It panics if the ListerWatcher or the Handler is nil.
+func NewInformerWithOptions(options InformerOptions) (clientgocache.Store, Controller) {
+	var store clientgocache.Store
+	metrics := clientgocache.WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)
+	if options.Indexers == nil {
+		store = clientgocache.NewStore(informerKeyFunc, metrics)
+	} else {
+		store = clientgocache.NewIndexer(informerKeyFunc, options.Indexers, metrics)
+	}
+	return store, newInformer(store, options, "NewInformerWithOptions")
+}
+
+// NewInformer is NewInformerWithOptions with a plain store.
+//
+// Deprecated: use NewInformerWithOptions, as in client-go.
+func NewInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler) (clientgocache.Store, Controller) {
+	store := clientgocache.NewStore(informerKeyFunc)
+	opts := InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod}
+	return store, newInformer(store, opts, "NewInformer")
+}
+
+// NewIndexerInformer is NewInformerWithOptions with an Indexer.
+//
+// Deprecated: use NewInformerWithOptions, as in client-go.
+func NewIndexerInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, indexers Indexers) (Indexer, Controller) {
+	store := clientgocache.NewIndexer(informerKeyFunc, indexers)
+	opts := InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Indexers: indexers}
+	return store, newInformer(store, opts, "NewIndexerInformer")
+}
+
+// NewTransformingInformer is NewInformer whose objects pass through
+// transformer before they are stored and handed to h.
+//
+// Deprecated: use NewInformerWithOptions, as in client-go.
+func NewTransformingInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, transformer clientgocache.TransformFunc) (clientgocache.Store, Controller) {
+	store := clientgocache.NewStore(informerKeyFunc)
+	opts := InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Transform: transformer}
+	return store, newInformer(store, opts, "NewTransformingInformer")
+}
+
+// NewTransformingIndexerInformer is NewIndexerInformer whose objects pass
+// through transformer before they are stored and handed to h.
+//
+// Deprecated: use NewInformerWithOptions, as in client-go.
+func NewTransformingIndexerInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, indexers Indexers, transformer clientgocache.TransformFunc) (Indexer, Controller) {
+	store := clientgocache.NewIndexer(informerKeyFunc, indexers)
+	opts := InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Indexers: indexers, Transform: transformer}
+	return store, newInformer(store, opts, "NewTransformingIndexerInformer")
+}
+
+// newInformer returns the Controller of the NewInformer family; fn names
+// the caller in the panic for a nil ListerWatcher or Handler.
+func newInformer(store clientgocache.Store, options InformerOptions, fn string) Controller {
+	mustBeSetIn(options.ListerWatcher, "ListerWatcher", fn)
+	mustBeSetIn(options.Handler, "ResourceEventHandler", fn)
+	logger := klog.Background()
+	if options.Logger != nil {
+		logger = *options.Logger
+	}
+	q := newInformerQueue(logger, options.ObjectType, store, options.Transform, options.Identifier, options.InformerMetricsProvider)
+	a := deltaApplier{store: store, handler: options.Handler}
+	return New(&Config{
+		Queue:            q,
+		ListerWatcher:    options.ListerWatcher,
+		ObjectType:       options.ObjectType,
+		FullResyncPeriod: options.ResyncPeriod,
+		MinWatchTimeout:  options.MinWatchTimeout,
+		Process:          a.process,
+		ProcessBatch:     a.processBatch,
+	})
+}
+
+// batchKey is the key an atomic RealFIFO files objects under. In atomic
+// mode the queue uses keys only to check that an object has metadata and
+// to keep two deltas of one object out of one batch (a repeated key ends
+// the batch), so a coarser key than namespace/name is safe: the name, which
+// costs no allocation, where MetaNamespaceKeyFunc builds a string twice per
+// event. Objects of the same name in different namespaces merely end
+// batches early.
+func batchKey(obj interface{}) (string, error) {
+	if d, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
+		return d.Key, nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return m.GetName(), nil
+}
+
+// newInformerQueue returns the queue client-go's informers use with
+// client-go's feature gates as they are set: a RealFIFO, atomic (one
+// ReplacedAll per relist, one SyncAll per resync, Bookmark deltas, popped
+// without holding its lock) unless the AtomicFIFO gate is off, in which
+// case it emits per-object deltas against store.
+func newInformerQueue(logger klog.Logger, objType any, store clientgocache.Store, transform clientgocache.TransformFunc,
+	id InformerNameAndResource, metrics InformerMetricsProvider) *clientgocache.RealFIFO {
+	gates := clientgofeatures.FeatureGates()
+	opts := clientgocache.RealFIFOOptions{
+		Logger:          &logger,
+		Name:            fmt.Sprintf("RealFIFO %T", objType),
+		KeyFunction:     clientgocache.MetaNamespaceKeyFunc,
+		Transformer:     transform,
+		Identifier:      id,
+		MetricsProvider: metrics,
+	}
+	if gates.Enabled(clientgofeatures.AtomicFIFO) {
+		opts.KeyFunction = batchKey
+		opts.AtomicEvents = true
+		opts.UnlockWhileProcessing = gates.Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
+		opts.EmitDeltaTypeBookmark = true
+	} else {
+		opts.KnownObjects = store
+	}
+	return clientgocache.NewRealFIFOWithOptions(opts)
+}
