@@ -121,6 +121,7 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.stats.synced(items, now.Sub(start), now)
 	// Unless a watch end says otherwise, the next sync follows an error.
 	r.listCause = ListWatchError
+	r.reachedServer()
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.health.healthy(now)
 }
@@ -227,6 +228,9 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		return c.backoffThen(ctx, phaseWatch, err)
 	default:
 		c.r.watchEnded(err)
+		if isRVUnavailable(err) {
+			c.r.reachedServer()
+		}
 		if c.r.observeWatchEnd(opts.ResourceVersion, err) {
 			c.breakStaleLoop(opts.ResourceVersion, err)
 		}
@@ -268,9 +272,16 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 	}
 }
 
-// flowing is told that a watch delivered events, or was ended cleanly by
-// the server; it ends a Stalled state.
+// flowing is told that a watch delivered a burst of events: the server is
+// reached, and a Stalled state ends.
 func (c *cycle) flowing() {
+	c.r.reachedServer()
+	c.endStall()
+}
+
+// endStall ends a Stalled state: data flowed, or the server ended the
+// re-watch cleanly (on a quiet resource no data would ever flow to end it).
+func (c *cycle) endStall() {
 	if c.stalled {
 		c.stalled = false
 		c.r.health.healthy(c.r.clock.Now())
@@ -323,10 +334,14 @@ func (c *cycle) stream(ctx context.Context) phase {
 	if c.r.observeWatchEnd(startRV, err) {
 		c.breakStaleLoop(startRV, err)
 	}
+	if isRVUnavailable(err) {
+		// The server answered: relisting, not waiting, gets back in step.
+		c.r.reachedServer()
+	}
 	switch {
 	case err == nil:
 		// The server ended the watch (at its timeout): it reaches us.
-		c.flowing()
+		c.endStall()
 		return phaseWatch
 	case isExpiredError(err):
 		c.logger.V(4).Info("Watch closed", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)

@@ -45,7 +45,10 @@ type ReflectorOptions struct {
 	// Clock drives every timer of the Reflector; defaults to the real clock.
 	Clock clock.Clock
 	// Backoff replaces the default exponential backoff (0.8 s doubling to
-	// 30 s, jitter 1.0), reset after two minutes without a failure.
+	// 30 s, jitter 1.0). Either is reset after two minutes without a
+	// failure, and as soon as the server serves the Reflector again (a sync
+	// completes, a watch delivers events, or the server says the
+	// resourceVersion to resume from is gone).
 	Backoff *wait.Backoff
 
 	// UseWatchList selects WatchList streaming for the initial state: nil or
@@ -338,6 +341,16 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	c := newCycle(ctx, r)
 	return c.run(ctx)
 }
+
+// reachedServer is told that the server has just served this Reflector: a
+// sync completed, a watch delivered events, or the server answered that
+// the resourceVersion to resume from is gone (so relisting, not waiting,
+// is the way back in step). The backoff grown by earlier failures then
+// starts again from its initial delay, so that a Reflector back in touch
+// with the server is not held back by an outage that is over. A watch that
+// merely opens is not enough: behind a load balancer, a dead server's
+// watches open and close at once, and those must keep backing off.
+func (r *Reflector) reachedServer() { r.backoff.reset() }
 
 // nextBackoff draws the next delay from the Reflector's backoff.
 func (r *Reflector) nextBackoff() time.Duration {
