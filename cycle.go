@@ -122,6 +122,7 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	// Unless a watch end says otherwise, the next sync follows an error.
 	r.listCause = ListWatchError
 	r.reachedServer()
+	r.live.regain()
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.health.healthy(now)
 }
@@ -168,14 +169,18 @@ func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize 
 	// Reflector's generator, which only the loop goroutine may use.
 	p := pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()}
 	call := startCall(func() (listed, error) { return p.list(ctx, opts) }, nil)
-	select {
-	case <-ctx.Done():
-		call.giveUp()
-		return listed{}, nil, false
-	case o := <-call.done:
-		res, err := o.result()
-		c.r.stats.listed(cause, res.pageRetries)
-		return res, err, true
+	for {
+		select {
+		case <-ctx.Done():
+			call.giveUp()
+			return listed{}, nil, false
+		case <-c.r.live.C():
+			c.r.graceEnded()
+		case o := <-call.done:
+			res, err := o.result()
+			c.r.stats.listed(cause, res.pageRetries)
+			return res, err, true
+		}
 	}
 }
 
@@ -217,7 +222,10 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case err == nil:
 		c.w = w
 		c.r.stats.watchOpened()
-		if !c.stalled {
+		c.r.live.opened(c.r.clock.Now())
+		if !c.stalled && !c.r.live.inLoss() {
+			// After watches that failed or came back empty, an open one
+			// proves nothing until data flows.
 			c.r.health.healthy(c.r.clock.Now())
 		}
 		return phaseStream
@@ -260,6 +268,8 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 		case <-ctx.Done():
 			call.giveUp()
 			return nil, nil, false
+		case <-c.r.live.C():
+			c.r.graceEnded()
 		case <-c.resync.C():
 			if !c.resyncNow() {
 				call.giveUp()
@@ -276,6 +286,7 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 // reached, and a Stalled state ends.
 func (c *cycle) flowing() {
 	c.r.reachedServer()
+	c.r.inTouch()
 	c.endStall()
 }
 
@@ -308,6 +319,8 @@ func (c *cycle) backoffThen(ctx context.Context, next phase, err error) phase {
 		select {
 		case <-ctx.Done():
 			return phaseDone
+		case <-c.r.live.C():
+			c.r.graceEnded()
 		case <-c.resync.C():
 			if !c.resyncNow() {
 				return phaseDone
@@ -338,6 +351,7 @@ func (c *cycle) stream(ctx context.Context) phase {
 		// The server answered: relisting, not waiting, gets back in step.
 		c.r.reachedServer()
 	}
+	c.watchGone(err, s.events)
 	switch {
 	case err == nil:
 		// The server ended the watch (at its timeout): it reaches us.
@@ -361,5 +375,30 @@ func (c *cycle) stream(ctx context.Context) phase {
 	default:
 		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		return phaseDone
+	}
+}
+
+// watchGone tells liveness how the cycle's watch, which delivered events
+// events, ended (err, never errStopRequested). A watch that delivered
+// something or stayed open the grace period worked; one that ended with an
+// error, or closed within the grace period with nothing in it, is a loss.
+// A 429 or a stall is reported at once elsewhere, and a 410 or too-large RV
+// is the server answering: for those the loss's clock just runs on.
+func (c *cycle) watchGone(err error, events int) {
+	r := c.r
+	lived := r.clock.Since(c.wStart)
+	if events > 0 || lived >= r.live.grace {
+		r.inTouch()
+	}
+	var short *VeryShortWatchError
+	switch {
+	case err == nil && events == 0 && lived < r.live.grace:
+		r.lostTouch(ReasonWatchFailed, errEmptyWatches)
+	case errors.As(err, &short):
+		r.lostTouch(ReasonWatchFailed, err)
+	case err == nil, isRVUnavailable(err), apierrors.IsTooManyRequests(err), errors.Is(err, ErrWatchStalled):
+		r.watchClosed()
+	default:
+		r.lostTouch(classify(err, ReasonWatchFailed), err)
 	}
 }

@@ -77,6 +77,12 @@ type ReflectorOptions struct {
 	// requested with (the server should have closed it). Zero means 3
 	// minutes; negative turns detection off.
 	StallWindow time.Duration
+	// HealthGrace is how long the Reflector may go without a working watch
+	// after losing one (it ended with an error, or watches keep closing with
+	// nothing in them) before Health turns Degraded, also while a LIST or
+	// WatchList call is still in flight. Zero means 10 s (see Health for
+	// why); negative reports such a loss at once.
+	HealthGrace time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
 	// Reflector's goroutine and must return quickly.
@@ -134,7 +140,9 @@ type Reflector struct {
 	watchErrorHandler WatchErrorHandlerWithContext
 
 	health *health
-	stats  statsRecorder
+	// live tracks a loss of touch with the server (see liveness.go).
+	live  liveness
+	stats statsRecorder
 	// metrics receives a run's metrics; nil for none.
 	metrics MetricsProvider
 	// listCause is why the next sync happens; the loop goroutine sets it
@@ -195,6 +203,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		useWatchList:      (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
 		watchErrorHandler: o.WatchErrorHandler,
 		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
+		live:              liveness{clock: o.Clock, grace: o.HealthGrace},
 		stats:             statsRecorder{clock: o.Clock},
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
@@ -250,6 +259,7 @@ func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOption
 	o.StaleRVThreshold = cmp.Or(o.StaleRVThreshold, defaultStaleRVThreshold)
 	o.StallWindow = cmp.Or(o.StallWindow, defaultStallWindow)
 	o.ListPageRetries = cmp.Or(o.ListPageRetries, defaultPageRetries)
+	o.HealthGrace = cmp.Or(o.HealthGrace, defaultHealthGrace)
 	return o
 }
 
@@ -357,9 +367,24 @@ func (r *Reflector) nextBackoff() time.Duration {
 	return r.backoff.next(r.clock.Now(), r.rand.Float64())
 }
 
-// sleep waits d on the Reflector's clock; false if ctx ended first.
+// sleep waits d on the Reflector's clock, reporting a loss of touch whose
+// grace period ends meanwhile; false if ctx ended first.
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
-	return sleepOn(ctx, r.clock, d)
+	if ctx.Err() != nil {
+		return false
+	}
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.live.C():
+			r.graceEnded()
+		case <-t.C():
+			return true
+		}
+	}
 }
 
 // sleepOn waits d on c; false if ctx ended first. An ended ctx returns at

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,7 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	}
 	if err == nil {
 		r.stats.watchOpened()
+		r.live.opened(r.clock.Now())
 		s := newStreamer(c, w, true)
 		var complete bool
 		if complete, err = s.run(ctx); err == nil && complete {
@@ -54,6 +56,7 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		if err == errStopRequested {
 			return phaseDone, false
 		}
+		c.watchListGone(err)
 	}
 	r.watchEnded(err)
 	if err == nil {
@@ -103,4 +106,18 @@ func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start
 	c.fromSynthetic = false
 	c.wStart = c.r.clock.Now()
 	return phaseStream
+}
+
+// watchListGone tells liveness how an open WatchList ended before its
+// initial-events-end bookmark: closed (nil) or failed (err). A 429 is
+// reported at once elsewhere and a 410 is the server answering.
+func (c *cycle) watchListGone(err error) {
+	switch {
+	case err == nil:
+		c.r.lostTouch(ReasonListFailing, errWatchListIncomplete)
+	case isRVUnavailable(err), apierrors.IsTooManyRequests(err):
+		c.r.watchClosed()
+	default:
+		c.r.lostTouch(classify(err, ReasonListFailing), err)
+	}
 }
