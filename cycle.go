@@ -222,7 +222,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case err == nil:
 		c.w = w
 		c.r.stats.watchOpened()
-		c.r.live.opened(c.r.clock.Now())
+		c.r.live.opened()
 		if !c.stalled && !c.r.live.inLoss() {
 			// After watches that failed or came back empty, an open one
 			// proves nothing until data flows.

@@ -30,20 +30,17 @@ var errWatchListIncomplete = errors.New("WatchList closed before its initial-eve
 // liveness tracks a loss of touch with the server: the Reflector lost its
 // watch (it ended with an error, or closed with nothing in it soon after
 // opening) and has not yet got data or a completed sync back. It reports
-// the loss as Degraded health once it has lasted the grace period; while a
-// watch is open the clock of the loss is paused (the watch may be fine: a
-// quiet resource sends nothing), and it runs on from where it stopped when
-// that watch ends without having shown it works. The loop goroutine owns
-// it.
+// the loss as Degraded health once it has lasted the grace period. While a
+// watch is open no report is made (the watch may be fine: a quiet resource
+// sends nothing); if that watch ends without having shown that it works,
+// the time it was open counts as lost too, so watches that keep opening and
+// closing empty are reported once the grace period has passed. The loop
+// goroutine owns it.
 type liveness struct {
 	clock clock.Clock
 	grace time.Duration
 	// since is when the loss began; zero while in touch.
 	since time.Time
-	// paused is the part of since..now spent with a watch open.
-	paused time.Duration
-	// openedAt is when the open watch opened; zero when none is open.
-	openedAt time.Time
 	// reason and err describe the loss's latest failure.
 	reason DegradedReason
 	err    error
@@ -69,27 +66,20 @@ func (l *liveness) C() <-chan time.Time {
 // refreshed), or it has lasted the grace period.
 func (l *liveness) lose(reason DegradedReason, err error, now time.Time) bool {
 	if l.since.IsZero() {
-		l.since, l.paused = now, 0
+		l.since = now
 	}
 	l.reason, l.err = reason, err
 	return l.closed(now) || l.reported
 }
 
-// closed is told that the open watch, if any, ended at now: the loss's
-// clock runs on. It returns true when the loss has now lasted the grace
+// closed is told that the open watch, if any, ended at now without
+// showing that it works. It returns true when the loss has now lasted the grace
 // period and is to be reported.
 func (l *liveness) closed(now time.Time) bool {
-	if l.since.IsZero() {
+	if l.since.IsZero() || l.reported {
 		return false
 	}
-	if !l.openedAt.IsZero() {
-		l.paused += now.Sub(l.openedAt)
-		l.openedAt = time.Time{}
-	}
-	if l.reported {
-		return false
-	}
-	left := l.grace - (now.Sub(l.since) - l.paused)
+	left := l.grace - now.Sub(l.since)
 	if left <= 0 {
 		l.report()
 		return true
@@ -105,14 +95,8 @@ func (l *liveness) report() {
 	l.reported = true
 }
 
-// opened pauses the loss's clock while a watch is open.
-func (l *liveness) opened(now time.Time) {
-	if l.since.IsZero() {
-		return
-	}
-	l.stopTimer()
-	l.openedAt = now
-}
+// opened holds back the report while a watch is open.
+func (l *liveness) opened() { l.stopTimer() }
 
 // regain ends the loss: data flowed or a sync completed. It returns true
 // when the loss had been reported, so that health must change back.

@@ -46,7 +46,7 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	}
 	if err == nil {
 		r.stats.watchOpened()
-		r.live.opened(r.clock.Now())
+		r.live.opened()
 		s := newStreamer(c, w, true)
 		var complete bool
 		if complete, err = s.run(ctx); err == nil && complete {
