@@ -50,6 +50,9 @@ type cycle struct {
 	fromSynthetic bool
 	// stalled: the last watch stalled and no data has flowed since.
 	stalled bool
+	// incomplete counts this cycle's WatchLists that the server closed
+	// before their initial-events-end bookmark.
+	incomplete uint8
 	// wTimeout is the timeout, in seconds, w was requested with: the server
 	// should end w that long after wStart (0: no timeout). The small fields
 	// are kept together so that a cycle stays in its allocation size class.

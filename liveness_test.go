@@ -131,3 +131,32 @@ func TestHealthNoAlarmOnLongInitialSync(t *testing.T) {
 	changes, _ := runScripted(t, lists, nil, 2*time.Minute)
 	wantChanges(t, changes, "Synced/@1m0s")
 }
+
+// A WatchList the server keeps closing before its initial events end is a
+// loss of touch: Degraded(ListFailing) once it has lasted the grace period
+// (2 s here), during the backoff between attempts, and Synced once the
+// fallback LIST completes.
+func TestHealthDegradedWhileWatchListNeverEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var watches []watchReply
+		for range maxIncompleteWatchLists {
+			watches = append(watches, watchReply{events: []watch.Event{ev(watch.Added, cm("a", "5"))}})
+		}
+		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
+		log := &healthLog{start: time.Now()}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.RunWithContext(ctx); close(done) }()
+		<-lw.drained
+		synctest.Wait()
+		cancel()
+		<-done
+		if len(log.changes) != 2 || log.changes[0] != "Degraded/ListFailing@2s" || !strings.HasPrefix(log.changes[1], "Synced/") {
+			t.Fatalf("health changes %q", log.changes)
+		}
+		if h := r.Health(); !errors.Is(h.LastError, errWatchListIncomplete) || !h.HasSynced {
+			t.Fatalf("health %+v", h)
+		}
+	})
+}

@@ -60,8 +60,7 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	}
 	r.watchEnded(err)
 	if err == nil {
-		r.listCause = ListRetry
-		return phaseWatchList, true // closed before the end bookmark
+		return c.watchListIncomplete(ctx)
 	}
 	if c.watchListRetry(ctx, err) {
 		return phaseWatchList, true
@@ -70,6 +69,31 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	r.listCause = ListWatchListFallback
 	c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", r.name, "err", err)
 	return phaseList, false
+}
+
+// maxIncompleteWatchLists is how many WatchLists in a row one cycle lets
+// the server close before their initial-events-end bookmark before it
+// falls back to LIST. client-go tries again forever (kubernetes#140890), so
+// such a server would never get a client-go Reflector synced.
+const maxIncompleteWatchLists = 3
+
+// watchListIncomplete decides what follows a WatchList the server closed
+// before its initial-events-end bookmark: another attempt after a backoff
+// delay, or, once maxIncompleteWatchLists of them have been closed in this
+// cycle, a LIST (counted as a watch_list_fallback). Health learns of each
+// from watchListGone.
+func (c *cycle) watchListIncomplete(ctx context.Context) (next phase, again bool) {
+	c.incomplete++
+	if c.incomplete >= maxIncompleteWatchLists {
+		c.r.listCause = ListWatchListFallback
+		c.logger.Info("WatchList keeps closing before its initial events end, falling back to a paginated LIST", "reflector", c.r.name, "type", c.r.typeDescription, "attempts", c.incomplete)
+		return phaseList, false
+	}
+	c.r.listCause = ListRetry
+	if c.backoffThen(ctx, phaseWatchList, errWatchListIncomplete) == phaseDone {
+		return phaseDone, false
+	}
+	return phaseWatchList, true
 }
 
 // watchListRetry decides whether a failed WatchList is tried again, and
