@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -232,23 +231,15 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 			c.r.health.healthy(c.r.clock.Now())
 		}
 		return phaseStream
-	case isWatchOpenRetriable(err):
-		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		c.r.watchEnded(err)
-		return c.backoffThen(ctx, phaseWatch, err)
-	default:
-		c.r.watchEnded(err)
-		if isRVUnavailable(err) {
-			c.r.reachedServer()
-		}
-		if c.r.observeWatchEnd(opts.ResourceVersion, err) {
-			c.breakStaleLoop(opts.ResourceVersion, err)
-		}
-		c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
-		c.r.health.failed(err, ReasonWatchFailed, c.r.clock.Now())
-		return phaseDone
 	}
+	o := classifyWatch(atWatchOpen, err, watchFacts{})
+	c.apply(o, opts.ResourceVersion, err)
+	if o.next == stepBackoffRewatch {
+		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return c.backoffThen(ctx, phaseWatch, c.r.backoffFor(o))
+	}
+	c.err = fmt.Errorf("failed to watch %v: %w", c.r.typeDescription, err)
+	return phaseDone
 }
 
 // requested notes that a watch with opts is being requested now.
@@ -313,10 +304,10 @@ func (c *cycle) resyncNow() bool {
 	return true
 }
 
-// backoffThen waits the next backoff delay after err (running due
-// resyncs) and returns next, or phaseDone if ctx ended or a resync failed.
-func (c *cycle) backoffThen(ctx context.Context, next phase, err error) phase {
-	t := c.r.clock.NewTimer(c.r.delayAfter(err))
+// backoffThen waits delay (running due resyncs) and returns next, or
+// phaseDone if ctx ended or a resync failed.
+func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration) phase {
+	t := c.r.clock.NewTimer(delay)
 	defer t.Stop()
 	for {
 		select {
@@ -334,8 +325,8 @@ func (c *cycle) backoffThen(ctx context.Context, next phase, err error) phase {
 	}
 }
 
-// stream runs phaseStream and decides, from how the watch ended, whether to
-// resume watching or end the cycle (so that the next one relists).
+// stream runs phaseStream, then carries out what the way the watch ended
+// means (see classifyWatch) and follows its next step.
 func (c *cycle) stream(ctx context.Context) phase {
 	s := newStreamer(c, c.w, false)
 	startRV := c.r.pos.watchRV()
@@ -345,63 +336,50 @@ func (c *cycle) stream(ctx context.Context) phase {
 		// Not a watch failure: nothing to count, classify or learn from.
 		return phaseDone
 	}
-	c.internal.observe(err, c.r.clock.Now())
-	c.r.watchEnded(err)
-	if c.r.observeWatchEnd(startRV, err) {
-		c.breakStaleLoop(startRV, err)
+	o := classifyWatch(atWatchStream, err, c.streamFacts(err, s.events))
+	c.apply(o, startRV, err)
+	c.logWatchEnd(o, err)
+	switch o.next {
+	case stepRewatch:
+		return phaseWatch
+	case stepBackoffRewatch:
+		return c.backoffThen(ctx, phaseWatch, c.r.backoffFor(o))
 	}
-	if isRVUnavailable(err) {
-		// The server answered: relisting, not waiting, gets back in step.
-		c.r.reachedServer()
+	return phaseDone
+}
+
+// streamFacts gathers what classifyWatch needs to know about the cycle's
+// watch, which delivered events events and ended with err. A watch that
+// delivered something or stayed open the grace period showed that it
+// worked, which ends a loss of touch before the end is classified.
+func (c *cycle) streamFacts(err error, events int) watchFacts {
+	now := c.r.clock.Now()
+	c.internal.observe(err, now)
+	lived := now.Sub(c.wStart)
+	if events > 0 || lived >= c.r.live.grace {
+		c.r.inTouch()
 	}
-	c.watchGone(err, s.events)
-	switch {
-	case err == nil:
-		// The server ended the watch (at its timeout): it reaches us.
-		c.endStall()
-		return phaseWatch
-	case isExpiredError(err):
-		c.logger.V(4).Info("Watch closed", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return phaseDone
-	case apierrors.IsTooManyRequests(err):
-		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", c.r.name, "type", c.r.typeDescription)
-		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		return c.backoffThen(ctx, phaseWatch, err)
-	case errors.Is(err, ErrWatchStalled):
-		c.logger.Info("Watch stalled, re-watching", "reflector", c.r.name, "type", c.r.typeDescription, "window", c.r.stallWindow)
-		c.stalled = true
-		c.r.health.set(Degraded, ReasonStalled, err, c.r.clock.Now())
-		return phaseWatch
-	case apierrors.IsInternalError(err) && c.internal.allows(c.r.clock.Now()):
-		c.logger.V(2).Info("Retrying watch after internal error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return phaseWatch
-	default:
-		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return phaseDone
+	return watchFacts{
+		internalRetry: apierrors.IsInternalError(err) && c.internal.allows(now),
+		empty:         err == nil && events == 0 && lived < c.r.live.grace,
 	}
 }
 
-// watchGone tells liveness how the cycle's watch, which delivered events
-// events, ended (err, never errStopRequested). A watch that delivered
-// something or stayed open the grace period worked; one that ended with an
-// error, or closed within the grace period with nothing in it, is a loss.
-// A 429 or a stall is reported at once elsewhere, and a 410 or too-large RV
-// is the server answering: for those the loss's clock just runs on.
-func (c *cycle) watchGone(err error, events int) {
+// logWatchEnd logs how the cycle's watch ended.
+func (c *cycle) logWatchEnd(o outcome, err error) {
 	r := c.r
-	lived := r.clock.Since(c.wStart)
-	if events > 0 || lived >= r.live.grace {
-		r.inTouch()
-	}
-	var short *VeryShortWatchError
 	switch {
-	case err == nil && events == 0 && lived < r.live.grace:
-		r.lostTouch(ReasonWatchFailed, errEmptyWatches)
-	case errors.As(err, &short):
-		r.lostTouch(ReasonWatchFailed, err)
-	case err == nil, isRVUnavailable(err), apierrors.IsTooManyRequests(err), errors.Is(err, ErrWatchStalled):
-		r.watchClosed()
+	case err == nil:
+		// The streamer logged the close.
+	case o.end == WatchExpired:
+		c.logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case o.end == WatchThrottled:
+		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
+	case o.stalls:
+		c.logger.Info("Watch stalled, re-watching", "reflector", r.name, "type", r.typeDescription, "window", r.stallWindow)
+	case o.end == WatchInternalError && o.next == stepRewatch:
+		c.logger.V(2).Info("Retrying watch after internal error", "reflector", r.name, "type", r.typeDescription, "err", err)
 	default:
-		r.lostTouch(classify(err, ReasonWatchFailed), err)
+		c.logger.Info("Warning: watch ended with error", "reflector", r.name, "type", r.typeDescription, "err", err)
 	}
 }

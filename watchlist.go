@@ -90,7 +90,7 @@ func (c *cycle) watchListIncomplete(ctx context.Context) (next phase, again bool
 		return phaseList, false
 	}
 	c.r.listCause = ListRetry
-	if c.backoffThen(ctx, phaseWatchList, errWatchListIncomplete) == phaseDone {
+	if c.backoffThen(ctx, phaseWatchList, c.r.nextBackoff()) == phaseDone {
 		return phaseDone, false
 	}
 	return phaseWatchList, true
@@ -104,7 +104,7 @@ func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
 		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
 		c.r.listCause = ListRetry
-		return c.backoffThen(ctx, phaseWatchList, err) != phaseDone
+		return c.backoffThen(ctx, phaseWatchList, c.r.delayAfter(err)) != phaseDone
 	case isRVUnavailable(err):
 		c.r.pos.markUnavailable()
 		return true
