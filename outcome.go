@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -15,6 +16,11 @@ const (
 	atWatchOpen where = iota
 	// atWatchStream: an open watch ended (nil error: the server closed it).
 	atWatchStream
+	// atWatchListOpen: the WatchList request itself failed.
+	atWatchListOpen
+	// atWatchListStream: an open WatchList ended before its
+	// initial-events-end bookmark (nil error: the server closed it).
+	atWatchListStream
 )
 
 // step is what the cycle does after a watch ended or failed to open.
@@ -28,6 +34,8 @@ const (
 	stepBackoffRewatch
 	// stepRelist ends the cycle; the next one syncs again.
 	stepRelist
+	// stepListInstead gives up on WatchList for this cycle and LISTs.
+	stepListInstead
 )
 
 // healthEffect is what a watch end does to Health (see Health's contract).
@@ -65,6 +73,9 @@ type watchFacts struct {
 	internalRetry bool
 	// empty: the watch closed within the grace period with nothing in it.
 	empty bool
+	// gaveUp: this cycle's WatchLists have been closed before their end
+	// bookmark maxIncompleteWatchLists times.
+	gaveUp bool
 }
 
 // outcome is everything one watch end means. classifyWatch makes it;
@@ -84,6 +95,8 @@ type outcome struct {
 	stalls bool
 	// endsStall: a clean close ends a Stalled state.
 	endsStall bool
+	// forgetRV: the next attempt is made at the latest resourceVersion.
+	forgetRV bool
 	// retryAfter is the server's requested delay before the next attempt.
 	retryAfter time.Duration
 }
@@ -99,10 +112,40 @@ func classifyWatch(w where, err error, f watchFacts) outcome {
 	if secs, ok := apierrors.SuggestsClientDelay(err); ok && apierrors.IsTooManyRequests(err) {
 		o.retryAfter = time.Duration(secs) * time.Second
 	}
-	if w == atWatchOpen {
+	switch w {
+	case atWatchOpen:
 		return openOutcome(o, err)
+	case atWatchStream:
+		return streamOutcome(o, err, f)
 	}
-	return streamOutcome(o, err, f)
+	return watchListOutcome(o, w, err, f)
+}
+
+// watchListOutcome completes o for a WatchList that failed to open (w is
+// atWatchListOpen) or ended before its initial events did. Throttling and
+// refused connections back off and try again, as does a stream closed
+// early until the cycle gives up on those; an unavailable RV tries again
+// at once from the latest; anything else LISTs instead. The stale-RV
+// streak is for watches only.
+func watchListOutcome(o outcome, w where, err error, f watchFacts) outcome {
+	o.streak, o.relist = streakKeep, ListRetry
+	switch {
+	case err == nil && f.gaveUp:
+		o.next, o.relist = stepListInstead, ListWatchListFallback
+		o.health, o.reason = healthLoss, ReasonListFailing
+	case err == nil:
+		o.next, o.health, o.reason = stepBackoffRewatch, healthLoss, ReasonListFailing
+	case isWatchOpenRetriable(err):
+		o.next, o.health, o.reason = stepBackoffRewatch, healthNow, classify(err, ReasonThrottled)
+	case isRVUnavailable(err):
+		o.next, o.relist, o.forgetRV = stepRewatch, relistCause(o.end), true
+	default:
+		o.next, o.relist = stepListInstead, ListWatchListFallback
+		if w == atWatchListStream {
+			o.health, o.reason = healthLoss, classify(err, ReasonListFailing)
+		}
+	}
+	return o
 }
 
 // openOutcome completes o for a WATCH request that failed: throttling and
@@ -154,6 +197,12 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 	if o.reached {
 		r.reachedServer()
 	}
+	if o.forgetRV {
+		r.pos.markUnavailable()
+	}
+	if o.next == stepListInstead {
+		r.rememberWatchListRefusal(err, r.clock.Now())
+	}
 	if o.streak != streakKeep && r.observeWatchEnd(rv, o.streak == streakCount) {
 		c.breakStaleLoop(rv, err)
 	}
@@ -167,9 +216,7 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 	case healthNow:
 		r.health.set(Degraded, o.reason, err, r.clock.Now())
 	case healthLoss:
-		if err == nil {
-			err = errEmptyWatches
-		}
+		err = cmp.Or(err, emptyErr(o))
 		r.lostTouch(o.reason, err)
 	default:
 		r.watchClosed()
@@ -180,4 +227,13 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 // the server's Retry-After if that is longer.
 func (r *Reflector) backoffFor(o outcome) time.Duration {
 	return max(r.nextBackoff(), o.retryAfter)
+}
+
+// emptyErr is the LastError of a loss that no error caused: a watch closed
+// with nothing in it, or a WatchList closed before its initial events end.
+func emptyErr(o outcome) error {
+	if o.reason == ReasonListFailing {
+		return errWatchListIncomplete
+	}
+	return errEmptyWatches
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -44,7 +43,9 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	if !ok {
 		return phaseDone, false
 	}
+	at := atWatchListOpen
 	if err == nil {
+		at = atWatchListStream
 		r.stats.watchOpened()
 		r.live.opened()
 		s := newStreamer(c, w, true)
@@ -56,19 +57,8 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		if err == errStopRequested {
 			return phaseDone, false
 		}
-		c.watchListGone(err)
 	}
-	r.watchEnded(err)
-	if err == nil {
-		return c.watchListIncomplete(ctx)
-	}
-	if c.watchListRetry(ctx, err) {
-		return phaseWatchList, true
-	}
-	r.rememberWatchListRefusal(err, r.clock.Now())
-	r.listCause = ListWatchListFallback
-	c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", r.name, "err", err)
-	return phaseList, false
+	return c.afterWatchList(ctx, at, err)
 }
 
 // maxIncompleteWatchLists is how many WatchLists in a row one cycle lets
@@ -77,40 +67,31 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 // such a server would never get a client-go Reflector synced.
 const maxIncompleteWatchLists = 3
 
-// watchListIncomplete decides what follows a WatchList the server closed
-// before its initial-events-end bookmark: another attempt after a backoff
-// delay, or, once maxIncompleteWatchLists of them have been closed in this
-// cycle, a LIST (counted as a watch_list_fallback). Health learns of each
-// from watchListGone.
-func (c *cycle) watchListIncomplete(ctx context.Context) (next phase, again bool) {
-	c.incomplete++
-	if c.incomplete >= maxIncompleteWatchLists {
-		c.r.listCause = ListWatchListFallback
-		c.logger.Info("WatchList keeps closing before its initial events end, falling back to a paginated LIST", "reflector", c.r.name, "type", c.r.typeDescription, "attempts", c.incomplete)
-		return phaseList, false
+// afterWatchList carries out what a WatchList that failed at at with err
+// (nil: closed before its initial-events-end bookmark) means, and follows
+// its step: another attempt, at once or after a backoff delay, or a LIST.
+func (c *cycle) afterWatchList(ctx context.Context, at where, err error) (next phase, again bool) {
+	if at == atWatchListStream && err == nil {
+		c.incomplete++
 	}
-	c.r.listCause = ListRetry
-	if c.backoffThen(ctx, phaseWatchList, c.r.nextBackoff()) == phaseDone {
-		return phaseDone, false
-	}
-	return phaseWatchList, true
-}
-
-// watchListRetry decides whether a failed WatchList is tried again, and
-// does what must happen before that (a backoff wait, or forgetting the RV).
-func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
-	switch {
-	case isWatchOpenRetriable(err):
+	o := classifyWatch(at, err, watchFacts{gaveUp: c.incomplete >= maxIncompleteWatchLists})
+	c.apply(o, "", err)
+	switch o.next {
+	case stepRewatch:
+		return phaseWatchList, true
+	case stepBackoffRewatch:
 		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		c.r.listCause = ListRetry
-		return c.backoffThen(ctx, phaseWatchList, c.r.delayAfter(err)) != phaseDone
-	case isRVUnavailable(err):
-		c.r.pos.markUnavailable()
-		return true
-	default:
-		return false
+		if c.backoffThen(ctx, phaseWatchList, c.r.backoffFor(o)) == phaseDone {
+			return phaseDone, false
+		}
+		return phaseWatchList, true
 	}
+	if err == nil {
+		c.logger.Info("WatchList keeps closing before its initial events end, falling back to a paginated LIST", "reflector", c.r.name, "type", c.r.typeDescription, "attempts", c.incomplete)
+	} else {
+		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", c.r.name, "err", err)
+	}
+	return phaseList, false
 }
 
 // watchListSynced Replaces the store with the streamed state and keeps w
@@ -130,18 +111,4 @@ func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start
 	c.fromSynthetic = false
 	c.wStart = c.r.clock.Now()
 	return phaseStream
-}
-
-// watchListGone tells liveness how an open WatchList ended before its
-// initial-events-end bookmark: closed (nil) or failed (err). A 429 is
-// reported at once elsewhere and a 410 is the server answering.
-func (c *cycle) watchListGone(err error) {
-	switch {
-	case err == nil:
-		c.r.lostTouch(ReasonListFailing, errWatchListIncomplete)
-	case isRVUnavailable(err), apierrors.IsTooManyRequests(err):
-		c.r.watchClosed()
-	default:
-		c.r.lostTouch(classify(err, ReasonListFailing), err)
-	}
 }
