@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -16,22 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
-
-// healthLog records each health change as "State/Reason@seconds", the
-// seconds counted in synctest time from the Reflector's start.
-type healthLog struct {
-	mu      sync.Mutex
-	start   time.Time
-	changes []string
-	last    Health
-}
-
-func (l *healthLog) record(h Health) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.changes = append(l.changes, fmt.Sprintf("%v/%s@%v", h.State, h.Reason, h.Since.Sub(l.start).Round(100*time.Millisecond)))
-	l.last = h
-}
 
 // runScripted runs a Reflector (LIST then WATCH, default grace) on the
 // script for d of synctest time and returns its health changes and last
@@ -145,13 +128,10 @@ func TestHealthDegradedWhileWatchListNeverEnds(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 		log := &healthLog{start: time.Now()}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		if len(log.changes) != 2 || log.changes[0] != "Degraded/ListFailing@2s" || !strings.HasPrefix(log.changes[1], "Synced/") {
 			t.Fatalf("health changes %q", log.changes)
 		}

@@ -10,44 +10,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
-
-// timedLW stamps every call a scripted ListerWatcher receives with the
-// (synctest) time it arrived at.
-type timedLW struct {
-	*scriptLW
-	mu    sync.Mutex
-	times []time.Time
-	verbs []string
-}
-
-func (l *timedLW) stamp(verb string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.times = append(l.times, time.Now())
-	l.verbs = append(l.verbs, verb)
-}
-
-func (l *timedLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	l.stamp("LIST")
-	return l.scriptLW.ListWithContext(ctx, o)
-}
-
-func (l *timedLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	l.stamp("WATCH")
-	return l.scriptLW.WatchWithContext(ctx, o)
-}
-
-func (l *timedLW) List(o metav1.ListOptions) (runtime.Object, error) {
-	return l.ListWithContext(context.Background(), o)
-}
-
-func (l *timedLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), o)
-}
 
 // relistDelay plays sc against one Reflector and returns how long after
 // the last WATCH before the second LIST that LIST was made.

@@ -122,13 +122,10 @@ func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
 		}
 		lw := &timedLW{scriptLW: newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		want := []string{"WATCH", "WATCH", "WATCH", "LIST", "WATCH"}
 		if !slices.Equal(lw.verbs, want) {
 			t.Fatalf("calls %q, want %q", lw.verbs, want)
