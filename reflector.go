@@ -80,8 +80,11 @@ type ReflectorOptions struct {
 	// HealthGrace is how long the Reflector may go without a working watch
 	// after losing one (it ended with an error, or watches keep closing with
 	// nothing in them) before Health turns Degraded, also while a LIST or
-	// WatchList call is still in flight. Zero means 10 s (see Health for
-	// why); negative reports such a loss at once.
+	// WatchList call is still in flight. Zero means 10 s: long enough for
+	// a re-watch or relist through the first few backoff delays on a
+	// healthy server, short against the outages that leave a store behind
+	// (a black-holed connection is noticed about 45 s in, and the relist
+	// may then sit 20-100 s in one call). Negative reports a loss at once.
 	HealthGrace time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
@@ -319,6 +322,7 @@ func (r *Reflector) RunWithContext(ctx context.Context) {
 	if r.stats.openMetrics(r.metrics, r.name) {
 		defer r.stats.closeMetrics()
 	}
+	defer r.live.stopTimer()
 	for ctx.Err() == nil {
 		err := r.ListAndWatchWithContext(ctx)
 		if err != nil {
