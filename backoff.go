@@ -9,7 +9,8 @@ import (
 
 // Default backoff between ListAndWatch attempts: 0.8 s doubling to a 30 s
 // cap, each delay stretched by up to 100 % jitter, and back to 0.8 s after
-// two minutes without a failure.
+// two minutes without a failure or as soon as the server is reached again
+// (see Reflector.reachedServer).
 const (
 	defaultBackoffInit   = 800 * time.Millisecond
 	defaultBackoffMax    = 30 * time.Second
@@ -38,6 +39,9 @@ type backoff struct {
 	// starts again from the initial delay. Zero never resets.
 	resetAfter time.Duration
 	lastStep   time.Time
+	// grown: a step has moved current away from initial, so reset has
+	// something to undo. It keeps reset to one branch when nothing grew.
+	grown bool
 }
 
 func newBackoff(cfg wait.Backoff, resetAfter time.Duration) *backoff {
@@ -53,6 +57,7 @@ func (b *backoff) next(now time.Time, random float64) time.Duration {
 	b.lastStep = now
 	d := b.current.Duration
 	b.advance()
+	b.grown = true
 	if j := b.current.Jitter; j > 0 {
 		d += time.Duration(random * j * float64(d))
 	}
@@ -73,4 +78,13 @@ func (b *backoff) advance() {
 		c.Steps = 0
 	}
 	c.Duration = grown
+}
+
+// reset starts the curve again from the initial delay: the next call to
+// next returns what the first one did. Cheap when nothing has grown, so it
+// may be called for every burst of watch events.
+func (b *backoff) reset() {
+	if b.grown {
+		b.current, b.grown = b.initial, false
+	}
 }

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -50,6 +49,9 @@ type cycle struct {
 	fromSynthetic bool
 	// stalled: the last watch stalled and no data has flowed since.
 	stalled bool
+	// incomplete counts this cycle's WatchLists that the server closed
+	// before their initial-events-end bookmark.
+	incomplete uint8
 	// wTimeout is the timeout, in seconds, w was requested with: the server
 	// should end w that long after wStart (0: no timeout). The small fields
 	// are kept together so that a cycle stays in its allocation size class.
@@ -121,6 +123,8 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.stats.synced(items, now.Sub(start), now)
 	// Unless a watch end says otherwise, the next sync follows an error.
 	r.listCause = ListWatchError
+	r.reachedServer()
+	r.live.regain()
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.health.healthy(now)
 }
@@ -167,14 +171,18 @@ func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize 
 	// Reflector's generator, which only the loop goroutine may use.
 	p := pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()}
 	call := startCall(func() (listed, error) { return p.list(ctx, opts) }, nil)
-	select {
-	case <-ctx.Done():
-		call.giveUp()
-		return listed{}, nil, false
-	case o := <-call.done:
-		res, err := o.result()
-		c.r.stats.listed(cause, res.pageRetries)
-		return res, err, true
+	for {
+		select {
+		case <-ctx.Done():
+			call.giveUp()
+			return listed{}, nil, false
+		case <-c.r.live.C():
+			c.r.graceEnded()
+		case o := <-call.done:
+			res, err := o.result()
+			c.r.stats.listed(cause, res.pageRetries)
+			return res, err, true
+		}
 	}
 }
 
@@ -216,28 +224,26 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case err == nil:
 		c.w = w
 		c.r.stats.watchOpened()
-		if !c.stalled {
+		c.r.live.opened()
+		if !c.stalled && !c.r.live.inLoss() {
+			// After watches that failed or came back empty, an open one
+			// proves nothing until data flows.
 			c.r.health.healthy(c.r.clock.Now())
 		}
 		return phaseStream
-	case isWatchOpenRetriable(err):
-		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		c.r.watchEnded(err)
-		return c.backoffThen(ctx, phaseWatch, err)
-	default:
-		c.r.watchEnded(err)
-		if c.r.observeWatchEnd(opts.ResourceVersion, err) {
-			c.breakStaleLoop(opts.ResourceVersion, err)
-		}
-		// Returned as the ListerWatcher gave it, as client-go does, so a
-		// handler may compare it (err == io.EOF) or type-assert it; the
-		// context goes to the log.
-		c.logger.V(4).Info("Watch could not be opened", "reflector", c.r.name, "type", c.r.typeDescription, "resourceVersion", opts.ResourceVersion, "err", err)
-		c.err = err
-		c.r.health.failed(err, ReasonWatchFailed, c.r.clock.Now())
-		return phaseDone
 	}
+	o := classifyWatch(atWatchOpen, err, watchFacts{})
+	c.apply(o, opts.ResourceVersion, err)
+	if o.next == stepBackoffRewatch {
+		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		return c.backoffThen(ctx, phaseWatch, c.r.backoffFor(o))
+	}
+	// Returned as the ListerWatcher gave it, as client-go does, so a
+	// handler may compare it (err == io.EOF) or type-assert it; the
+	// context goes to the log.
+	c.logger.V(4).Info("Watch could not be opened", "reflector", c.r.name, "type", c.r.typeDescription, "resourceVersion", opts.ResourceVersion, "err", err)
+	c.err = err
+	return phaseDone
 }
 
 // requested notes that a watch with opts is being requested now.
@@ -260,6 +266,8 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 		case <-ctx.Done():
 			call.giveUp()
 			return nil, nil, false
+		case <-c.r.live.C():
+			c.r.graceEnded()
 		case <-c.resync.C():
 			if !c.resyncNow() {
 				call.giveUp()
@@ -272,9 +280,17 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 	}
 }
 
-// flowing is told that a watch delivered events, or was ended cleanly by
-// the server; it ends a Stalled state.
+// flowing is told that a watch delivered a burst of events: the server is
+// reached, and a Stalled state ends.
 func (c *cycle) flowing() {
+	c.r.reachedServer()
+	c.r.inTouch()
+	c.endStall()
+}
+
+// endStall ends a Stalled state: data flowed, or the server ended the
+// re-watch cleanly (on a quiet resource no data would ever flow to end it).
+func (c *cycle) endStall() {
 	if c.stalled {
 		c.stalled = false
 		c.r.health.healthy(c.r.clock.Now())
@@ -292,15 +308,17 @@ func (c *cycle) resyncNow() bool {
 	return true
 }
 
-// backoffThen waits the next backoff delay after err (running due
-// resyncs) and returns next, or phaseDone if ctx ended or a resync failed.
-func (c *cycle) backoffThen(ctx context.Context, next phase, err error) phase {
-	t := c.r.clock.NewTimer(c.r.delayAfter(err))
+// backoffThen waits delay (running due resyncs) and returns next, or
+// phaseDone if ctx ended or a resync failed.
+func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration) phase {
+	t := c.r.clock.NewTimer(delay)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return phaseDone
+		case <-c.r.live.C():
+			c.r.graceEnded()
 		case <-c.resync.C():
 			if !c.resyncNow() {
 				return phaseDone
@@ -311,8 +329,8 @@ func (c *cycle) backoffThen(ctx context.Context, next phase, err error) phase {
 	}
 }
 
-// stream runs phaseStream and decides, from how the watch ended, whether to
-// resume watching or end the cycle (so that the next one relists).
+// stream runs phaseStream, then carries out what the way the watch ended
+// means (see classifyWatch) and follows its next step.
 func (c *cycle) stream(ctx context.Context) phase {
 	s := newStreamer(c, c.w, false)
 	startRV := c.r.pos.watchRV()
@@ -322,33 +340,50 @@ func (c *cycle) stream(ctx context.Context) phase {
 		// Not a watch failure: nothing to count, classify or learn from.
 		return phaseDone
 	}
-	c.internal.observe(err, c.r.clock.Now())
-	c.r.watchEnded(err)
-	if c.r.observeWatchEnd(startRV, err) {
-		c.breakStaleLoop(startRV, err)
+	o := classifyWatch(atWatchStream, err, c.streamFacts(err, s.events))
+	c.apply(o, startRV, err)
+	c.logWatchEnd(o, err)
+	switch o.next {
+	case stepRewatch:
+		return phaseWatch
+	case stepBackoffRewatch:
+		return c.backoffThen(ctx, phaseWatch, c.r.backoffFor(o))
 	}
+	return phaseDone
+}
+
+// streamFacts gathers what classifyWatch needs to know about the cycle's
+// watch, which delivered events events and ended with err. A watch that
+// delivered something or stayed open the grace period showed that it
+// worked, which ends a loss of touch before the end is classified.
+func (c *cycle) streamFacts(err error, events int) watchFacts {
+	now := c.r.clock.Now()
+	c.internal.observe(err, now)
+	lived := now.Sub(c.wStart)
+	if events > 0 || lived >= c.r.live.grace {
+		c.r.inTouch()
+	}
+	return watchFacts{
+		internalRetry: apierrors.IsInternalError(err) && c.internal.allows(now),
+		empty:         err == nil && events == 0 && lived < c.r.live.grace,
+	}
+}
+
+// logWatchEnd logs how the cycle's watch ended.
+func (c *cycle) logWatchEnd(o outcome, err error) {
+	r := c.r
 	switch {
 	case err == nil:
-		// The server ended the watch (at its timeout): it reaches us.
-		c.flowing()
-		return phaseWatch
-	case isExpiredError(err):
-		c.logger.V(4).Info("Watch closed", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return phaseDone
-	case apierrors.IsTooManyRequests(err):
-		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", c.r.name, "type", c.r.typeDescription)
-		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		return c.backoffThen(ctx, phaseWatch, err)
-	case errors.Is(err, ErrWatchStalled):
-		c.logger.Info("Watch stalled, re-watching", "reflector", c.r.name, "type", c.r.typeDescription, "window", c.r.stallWindow)
-		c.stalled = true
-		c.r.health.set(Degraded, ReasonStalled, err, c.r.clock.Now())
-		return phaseWatch
-	case apierrors.IsInternalError(err) && c.internal.allows(c.r.clock.Now()):
-		c.logger.V(2).Info("Retrying watch after internal error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return phaseWatch
+		// The streamer logged the close.
+	case o.end == WatchExpired:
+		c.logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case o.end == WatchThrottled:
+		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
+	case o.stalls:
+		c.logger.Info("Watch stalled, re-watching", "reflector", r.name, "type", r.typeDescription, "window", r.stallWindow)
+	case o.end == WatchInternalError && o.next == stepRewatch:
+		c.logger.V(2).Info("Retrying watch after internal error", "reflector", r.name, "type", r.typeDescription, "err", err)
 	default:
-		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return phaseDone
+		c.logger.Info("Warning: watch ended with error", "reflector", r.name, "type", r.typeDescription, "err", err)
 	}
 }

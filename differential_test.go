@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
@@ -182,14 +181,6 @@ func scenarios() []scenario {
 			lists:   []listReply{base},
 			watches: []watchReply{{}}},
 	}
-}
-
-// TestMain drops utilruntime's global error rate limiter, which client-go's
-// Reflector calls: it remembers wall-clock time from before a synctest
-// bubble and would put the bubble to sleep for years.
-func TestMain(m *testing.M) {
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{}
-	os.Exit(m.Run())
 }
 
 // TestDifferentialWithClientGo runs every scenario through client-go's

@@ -17,9 +17,10 @@ type HealthState int
 const (
 	// Syncing: the store has not yet been filled from the server.
 	Syncing HealthState = iota
-	// Synced: the store was filled and the Reflector is watching.
+	// Synced: the store is known to be current (see Health).
 	Synced
-	// Degraded: the last attempt to list or watch failed; Reason says how.
+	// Degraded: the Reflector cannot keep the store current; Reason says
+	// why (see Health).
 	Degraded
 )
 
@@ -39,18 +40,51 @@ func (s HealthState) String() string {
 type DegradedReason string
 
 const (
-	ReasonNone        DegradedReason = ""
-	ReasonForbidden   DegradedReason = "Forbidden"
-	ReasonNotFound    DegradedReason = "NotFound"
-	ReasonThrottled   DegradedReason = "Throttled"
+	ReasonNone DegradedReason = ""
+	// ReasonForbidden: a call was refused with 401 or 403.
+	ReasonForbidden DegradedReason = "Forbidden"
+	// ReasonNotFound: the resource is not served (404).
+	ReasonNotFound DegradedReason = "NotFound"
+	// ReasonThrottled: a call got 429, or a watch open failed in a way
+	// that is retried after a backoff.
+	ReasonThrottled DegradedReason = "Throttled"
+	// ReasonUnreachable: the connection was refused.
 	ReasonUnreachable DegradedReason = "Unreachable"
+	// ReasonListFailing: a LIST failed, or a WatchList kept failing or
+	// closing before its initial events ended.
 	ReasonListFailing DegradedReason = "ListFailing"
+	// ReasonWatchFailed: opening a watch failed, or watches kept ending
+	// with errors or closing with nothing in them.
 	ReasonWatchFailed DegradedReason = "WatchFailing"
+	// ReasonStaleRVLoop: watches kept failing at one resourceVersion.
 	ReasonStaleRVLoop DegradedReason = "StaleRVLoop"
-	ReasonStalled     DegradedReason = "Stalled"
+	// ReasonStalled: a watch went silent for the stall window.
+	ReasonStalled DegradedReason = "Stalled"
 )
 
-// Health is a snapshot of a Reflector's health.
+// Health is a snapshot of a Reflector's health. The contract:
+//
+//   - Synced: the store is known to be current: a watch is open and has
+//     not been shown dead, or a sync completed, and no loss of touch has
+//     lasted the grace period (ReflectorOptions.HealthGrace, 10 s).
+//   - A loss of touch begins when a watch ends with an error, a watch
+//     closes within the grace period with nothing in it (as a dead server's
+//     do behind a load balancer), or a WatchList closes before its initial
+//     events end. If neither data (an event or bookmark) nor a completed
+//     sync follows within the grace period, health becomes Degraded with
+//     the reason of the latest failure and LastError set, also while a LIST
+//     or WatchList call is still in flight. While a watch is open no such
+//     report is made; if it then closes empty, its open time counts as lost.
+//   - Calls the server answers with a failure (401/403, 404, 429, refused
+//     connections, a failed LIST or watch open, a stale-RV loop, a stall)
+//     make health Degraded at once, as before the grace period existed.
+//   - After a loss of touch, health returns to Synced only when data flows
+//     or a sync completes; a watch that merely opens is not enough. After
+//     a failure that was reported at once, an opened watch is.
+//   - No false alarms: a watch the server ends at its timeout and that is
+//     re-opened at once, a quiet resource (a watch open for minutes with
+//     nothing in it), a 410 followed by a relist, and a long initial sync
+//     stay Synced or Syncing.
 type Health struct {
 	State HealthState
 	// Reason is set when State is Degraded.

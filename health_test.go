@@ -43,16 +43,13 @@ func TestHealthRecoversAndNotifies(t *testing.T) {
 			seen = append(seen, h.State.String()+"/"+string(h.Reason))
 		}}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		ctx, stop := startReflector(t, r)
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}
 		<-lw.drained
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		want := []string{"Degraded/NotFound", "Synced/", "Degraded/Throttled", "Synced/"}
 		if len(seen) != len(want) {
 			t.Fatalf("health changes %q, want %q", seen, want)

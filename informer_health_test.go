@@ -102,7 +102,7 @@ func TestInformerTakesReflectorOptions(t *testing.T) {
 	})
 }
 
-// handlerMetricsRecorder is a MetricsProvider that records handler metrics.
+// handlerMetricsRecorder is a ReflectorMetricsProvider that records handler metrics.
 type handlerMetricsRecorder struct {
 	mu     sync.Mutex
 	values map[string]float64 // "informer/handler/metric"
@@ -139,7 +139,7 @@ type recordedMetric struct {
 func (m recordedMetric) Add(d float64) { m.r.mu.Lock(); m.r.values[m.key] += d; m.r.mu.Unlock() }
 func (m recordedMetric) Set(v float64) { m.r.mu.Lock(); m.r.values[m.key] = v; m.r.mu.Unlock() }
 
-func (h *recordedHandler) Counter(metric string) CounterMetric {
+func (h *recordedHandler) Counter(metric string) CounterAdder {
 	return recordedMetric{h.r, h.prefix + "/" + metric}
 }
 func (h *recordedHandler) Gauge(metric string) GaugeMetric {
@@ -149,9 +149,9 @@ func (h *recordedHandler) Delete() { h.r.mu.Lock(); delete(h.r.open, h.prefix); 
 
 type nopReflectorMetrics struct{}
 
-func (nopReflectorMetrics) Counter(string, string) CounterMetric { return nil }
-func (nopReflectorMetrics) Gauge(string) GaugeMetric             { return nil }
-func (nopReflectorMetrics) Delete()                              {}
+func (nopReflectorMetrics) Counter(string, string) CounterAdder { return nil }
+func (nopReflectorMetrics) Gauge(string) GaugeMetric            { return nil }
+func (nopReflectorMetrics) Delete()                             {}
 
 func TestInformerHandlerMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

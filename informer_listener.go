@@ -151,7 +151,7 @@ func (l *listener) pending() int {
 
 // run delivers notifications until the listener is stopped, writing the
 // handler's metrics to p (nil for none) under the informer's name.
-func (l *listener) run(p MetricsProvider, informer string) {
+func (l *listener) run(p ReflectorMetricsProvider, informer string) {
 	defer close(l.done)
 	m := openHandlerMetrics(p, informer, l.name)
 	defer m.close()

@@ -2,7 +2,7 @@ package cache
 
 import "time"
 
-// HandlerMetricsProvider is optionally implemented by the MetricsProvider
+// HandlerMetricsProvider is optionally implemented by the ReflectorMetricsProvider
 // given to a shared informer (ReflectorOptions.Metrics through
 // SetReflectorOptions) that also wants figures per event handler.
 //
@@ -20,7 +20,7 @@ type HandlerMetricsProvider interface {
 // metrics' writes happen on the handler's goroutine only.
 type HandlerMetrics interface {
 	// Counter returns the counter of metric, or nil if not wanted.
-	Counter(metric string) CounterMetric
+	Counter(metric string) CounterAdder
 	// Gauge returns the gauge of metric, or nil if not wanted.
 	Gauge(metric string) GaugeMetric
 	// Delete removes every series of this handler; nothing is written after.
@@ -51,11 +51,11 @@ var HandlerMetricDescs = []MetricDesc{
 type handlerMetrics struct {
 	provided   HandlerMetrics
 	backlog    GaugeMetric
-	calls, sec CounterMetric
+	calls, sec CounterAdder
 }
 
 // openHandlerMetrics opens the metrics of handler if p wants them.
-func openHandlerMetrics(p MetricsProvider, informer, handler string) handlerMetrics {
+func openHandlerMetrics(p ReflectorMetricsProvider, informer, handler string) handlerMetrics {
 	hp, ok := p.(HandlerMetricsProvider)
 	if !ok {
 		return handlerMetrics{backlog: discard{}, calls: discard{}, sec: discard{}}

@@ -19,7 +19,7 @@ const minimumResyncPeriod = time.Second
 type processor struct {
 	// metrics and name are set before start: where the listeners write
 	// their metrics, and under which informer name.
-	metrics MetricsProvider
+	metrics ReflectorMetricsProvider
 	name    string
 
 	mu        sync.RWMutex
@@ -56,7 +56,7 @@ func (p *processor) remove(l *listener) {
 
 // start starts every registered listener; they write their metrics to
 // metrics (nil: none) under the informer's name.
-func (p *processor) start(metrics MetricsProvider, name string) {
+func (p *processor) start(metrics ReflectorMetricsProvider, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.metrics, p.name = metrics, name

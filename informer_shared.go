@@ -146,9 +146,9 @@ func (s *sharedIndexInformer) logUnsynced(logger klog.Logger) {
 	}
 }
 
-// metricsTarget returns the MetricsProvider given through
+// metricsTarget returns the ReflectorMetricsProvider given through
 // SetReflectorOptions (nil if none) and the informer's name for metrics.
-func (s *sharedIndexInformer) metricsTarget() (MetricsProvider, string) {
+func (s *sharedIndexInformer) metricsTarget() (ReflectorMetricsProvider, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := s.sync.name()

@@ -47,14 +47,11 @@ func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 		}
 		store := &recordingStore{}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		ctx, stop := startReflector(t, r)
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		cancel()
-		<-done
+		stop()
 		if len(calls) != 6 || !strings.HasSuffix(calls[0], `rv="0" limit=500`) {
 			t.Fatalf("calls %q", calls)
 		}

@@ -45,7 +45,10 @@ type ReflectorOptions struct {
 	// Clock drives every timer of the Reflector; defaults to the real clock.
 	Clock clock.Clock
 	// Backoff replaces the default exponential backoff (0.8 s doubling to
-	// 30 s, jitter 1.0), reset after two minutes without a failure.
+	// 30 s, jitter 1.0). Either is reset after two minutes without a
+	// failure, and as soon as the server serves the Reflector again (a sync
+	// completes, a watch delivers events, or the server says the
+	// resourceVersion to resume from is gone).
 	Backoff *wait.Backoff
 
 	// UseWatchList selects WatchList streaming for the initial state: nil or
@@ -74,6 +77,15 @@ type ReflectorOptions struct {
 	// requested with (the server should have closed it). Zero means 3
 	// minutes; negative turns detection off.
 	StallWindow time.Duration
+	// HealthGrace is how long the Reflector may go without a working watch
+	// after losing one (it ended with an error, or watches keep closing with
+	// nothing in them) before Health turns Degraded, also while a LIST or
+	// WatchList call is still in flight. Zero means 10 s: long enough for
+	// a re-watch or relist through the first few backoff delays on a
+	// healthy server, short against the outages that leave a store behind
+	// (a black-holed connection is noticed about 45 s in, and the relist
+	// may then sit 20-100 s in one call). Negative reports a loss at once.
+	HealthGrace time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
 	// Reflector's goroutine and must return quickly.
@@ -131,7 +143,9 @@ type Reflector struct {
 	watchErrorHandler WatchErrorHandlerWithContext
 
 	health *health
-	stats  statsRecorder
+	// live tracks a loss of touch with the server (see liveness.go).
+	live  liveness
+	stats statsRecorder
 	// metrics receives a run's metrics; nil for none.
 	metrics ReflectorMetricsProvider
 	// listCause is why the next sync happens; the loop goroutine sets it
@@ -192,6 +206,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		useWatchList:      (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
 		watchErrorHandler: o.WatchErrorHandler,
 		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
+		live:              liveness{clock: o.Clock, grace: o.HealthGrace},
 		stats:             statsRecorder{clock: o.Clock},
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
@@ -247,6 +262,7 @@ func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOption
 	o.StaleRVThreshold = cmp.Or(o.StaleRVThreshold, defaultStaleRVThreshold)
 	o.StallWindow = cmp.Or(o.StallWindow, defaultStallWindow)
 	o.ListPageRetries = cmp.Or(o.ListPageRetries, defaultPageRetries)
+	o.HealthGrace = cmp.Or(o.HealthGrace, defaultHealthGrace)
 	return o
 }
 
@@ -306,6 +322,7 @@ func (r *Reflector) RunWithContext(ctx context.Context) {
 	if r.stats.openMetrics(r.metrics, r.name) {
 		defer r.stats.closeMetrics()
 	}
+	defer r.live.stopTimer()
 	for ctx.Err() == nil {
 		err := r.ListAndWatchWithContext(ctx)
 		if err != nil {
@@ -345,14 +362,39 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 	return c.run(ctx)
 }
 
+// reachedServer is told that the server has just served this Reflector: a
+// sync completed, a watch delivered events, or the server answered that
+// the resourceVersion to resume from is gone (so relisting, not waiting,
+// is the way back in step). The backoff grown by earlier failures then
+// starts again from its initial delay, so that a Reflector back in touch
+// with the server is not held back by an outage that is over. A watch that
+// merely opens is not enough: behind a load balancer, a dead server's
+// watches open and close at once, and those must keep backing off.
+func (r *Reflector) reachedServer() { r.backoff.reset() }
+
 // nextBackoff draws the next delay from the Reflector's backoff.
 func (r *Reflector) nextBackoff() time.Duration {
 	return r.backoff.next(r.clock.Now(), r.rand.Float64())
 }
 
-// sleep waits d on the Reflector's clock; false if ctx ended first.
+// sleep waits d on the Reflector's clock, reporting a loss of touch whose
+// grace period ends meanwhile; false if ctx ended first.
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
-	return sleepOn(ctx, r.clock, d)
+	if ctx.Err() != nil {
+		return false
+	}
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.live.C():
+			r.graceEnded()
+		case <-t.C():
+			return true
+		}
+	}
 }
 
 // sleepOn waits d on c; false if ctx ended first. An ended ctx returns at

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -36,10 +35,7 @@ func TestWatchSilentFromTheStartIsStalledPastItsTimeout(t *testing.T) {
 		opts := noWatchList
 		opts.Rand = rand.New(zeroSource{})
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		startReflector(t, r)
 		<-lw.drained // the silent watch is open, asked to end in 5 minutes
 		time.Sleep(defaultMinWatchTimeout + defaultStallWindow - time.Second)
 		synctest.Wait()

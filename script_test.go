@@ -15,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// listReply is what the scripted ListerWatcher answers to one LIST.
+// listReply is what the scripted ListerWatcher answers to one LIST, after
+// delay (a call that blocks; the caller's context ending cuts it short).
 type listReply struct {
-	list runtime.Object
-	err  error
+	list  runtime.Object
+	err   error
+	delay time.Duration
 }
 
 // watchReply is what it answers to one WATCH: an error, or a watch that
@@ -71,6 +73,13 @@ func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (r
 	r := s.lists[0]
 	s.lists = s.lists[1:]
 	s.mu.Unlock()
+	if r.delay > 0 {
+		select {
+		case <-time.After(r.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return r.list, r.err
 }
 

@@ -28,11 +28,11 @@ func staleRVFailure(err error) bool {
 	return isRVUnavailable(err) || errors.As(err, &short)
 }
 
-// observeWatchEnd records how a watch that started at rv ended and reports
-// whether the streak just reached the threshold: the caller then relists
-// at RV "".
-func (r *Reflector) observeWatchEnd(rv string, err error) bool {
-	if r.staleThreshold <= 0 || !staleRVFailure(err) {
+// observeWatchEnd records whether a watch that started at rv ended on an
+// unusable resourceVersion (stale, see staleRVFailure) and reports whether
+// the streak just reached the threshold: the caller then relists at RV "".
+func (r *Reflector) observeWatchEnd(rv string, stale bool) bool {
+	if r.staleThreshold <= 0 || !stale {
 		r.stale = staleStreak{}
 		return false
 	}

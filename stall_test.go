@@ -24,9 +24,7 @@ func TestSilentWatchAfterBookmarkIsStalled(t *testing.T) {
 		opts := noWatchList
 		opts.OnHealthChange = func(h Health) { states = append(states, h.State.String()+"/"+string(h.Reason)) }
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		_, stop := startReflector(t, r)
 		time.Sleep(defaultStallWindow - time.Second)
 		synctest.Wait()
 		if n := len(lw.recorded()); n != 2 {
@@ -34,8 +32,7 @@ func TestSilentWatchAfterBookmarkIsStalled(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		calls := lw.recorded()
 		if len(calls) != 3 || calls[2] != `WATCH rv="12" bookmarks timeoutInRange=true` {
 			t.Fatalf("calls %q: want a re-watch from the bookmark's RV", calls)
@@ -71,10 +68,7 @@ func TestWatchListEndBookmarkDoesNotStartTheWindow(t *testing.T) {
 		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), bookmark("2", true)}, hang: true}})
 		opts := ReflectorOptions{Rand: rand.New(zeroSource{})}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		startReflector(t, r)
 		<-lw.drained
 		time.Sleep(defaultMinWatchTimeout + defaultStallWindow - time.Second)
 		synctest.Wait()
@@ -171,10 +165,7 @@ func TestCleanCloseAfterStallEndsDegraded(t *testing.T) {
 		opts := noWatchList
 		opts.OnHealthChange = func(h Health) { states = append(states, h.State.String()+"/"+string(h.Reason)) }
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		startReflector(t, r)
 		time.Sleep(defaultStallWindow + time.Minute)
 		synctest.Wait()
 		if h := r.Health(); h.Reason != ReasonStalled {

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -108,9 +107,7 @@ func TestStatsCountWhatTheReflectorDid(t *testing.T) {
 		metrics := newFakeMetrics(t)
 		opts := ReflectorOptions{Name: "cms", UseWatchList: ptr.To(false), Metrics: metrics}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
 		time.Sleep(time.Minute)
@@ -145,8 +142,7 @@ func TestStatsCountWhatTheReflectorDid(t *testing.T) {
 		if got := metrics.get("cms/" + MetricLastEventTimestamp); got != unixSeconds(st.LastEvent) {
 			t.Errorf("metric last event time = %v, want %v", got, unixSeconds(st.LastEvent))
 		}
-		cancel()
-		<-done
+		stop()
 		if metrics.size() != 0 || !slices.Equal(metrics.deleted, []string{"cms"}) || !slices.Equal(metrics.opened, []string{"cms"}) {
 			t.Fatalf("after Run: %d series left, opened %q, deleted %q", metrics.size(), metrics.opened, metrics.deleted)
 		}

@@ -43,8 +43,11 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	if !ok {
 		return phaseDone, false
 	}
+	at := atWatchListOpen
 	if err == nil {
+		at = atWatchListStream
 		r.stats.watchOpened()
+		r.live.opened()
 		s := newStreamer(c, w, true)
 		var complete bool
 		if complete, err = s.run(ctx); err == nil && complete {
@@ -55,35 +58,40 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 			return phaseDone, false
 		}
 	}
-	r.watchEnded(err)
-	if err == nil {
-		r.listCause = ListRetry
-		return phaseWatchList, true // closed before the end bookmark
-	}
-	if c.watchListRetry(ctx, err) {
-		return phaseWatchList, true
-	}
-	r.rememberWatchListRefusal(err, r.clock.Now())
-	r.listCause = ListWatchListFallback
-	c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", r.name, "err", err)
-	return phaseList, false
+	return c.afterWatchList(ctx, at, err)
 }
 
-// watchListRetry decides whether a failed WatchList is tried again, and
-// does what must happen before that (a backoff wait, or forgetting the RV).
-func (c *cycle) watchListRetry(ctx context.Context, err error) bool {
-	switch {
-	case isWatchOpenRetriable(err):
-		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		c.r.health.failed(err, ReasonThrottled, c.r.clock.Now())
-		c.r.listCause = ListRetry
-		return c.backoffThen(ctx, phaseWatchList, err) != phaseDone
-	case isRVUnavailable(err):
-		c.r.pos.markUnavailable()
-		return true
-	default:
-		return false
+// maxIncompleteWatchLists is how many WatchLists in a row one cycle lets
+// the server close before their initial-events-end bookmark before it
+// falls back to LIST. client-go tries again forever (kubernetes#140890), so
+// such a server would never get a client-go Reflector synced.
+const maxIncompleteWatchLists = 3
+
+// afterWatchList carries out what a WatchList that failed at at with err
+// (nil: closed before its initial-events-end bookmark) means, and follows
+// its step: another attempt, at once or after a backoff delay, or a LIST.
+func (c *cycle) afterWatchList(ctx context.Context, at where, err error) (next phase, again bool) {
+	if at == atWatchListStream && err == nil {
+		c.incomplete++
 	}
+	o := classifyWatch(at, err, watchFacts{gaveUp: c.incomplete >= maxIncompleteWatchLists})
+	c.apply(o, "", err)
+	switch o.next {
+	case stepRewatch:
+		return phaseWatchList, true
+	case stepBackoffRewatch:
+		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
+		if c.backoffThen(ctx, phaseWatchList, c.r.backoffFor(o)) == phaseDone {
+			return phaseDone, false
+		}
+		return phaseWatchList, true
+	}
+	if err == nil {
+		c.logger.Info("WatchList keeps closing before its initial events end, falling back to a paginated LIST", "reflector", c.r.name, "type", c.r.typeDescription, "attempts", c.incomplete)
+	} else {
+		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", c.r.name, "err", err)
+	}
+	return phaseList, false
 }
 
 // watchListSynced Replaces the store with the streamed state and keeps w

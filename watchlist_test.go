@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -108,4 +109,38 @@ func TestDefaultWatchErrorHandlerLevels(t *testing.T) {
 			t.Errorf("%v: logged %q, want %q", tc.err, buf.String(), tc.want)
 		}
 	}
+}
+
+// A server that keeps closing the WatchList before its initial-events-end
+// bookmark gets a backoff delay between attempts and, after
+// maxIncompleteWatchLists of them, a LIST, counted as a fallback.
+func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var watches []watchReply
+		for range maxIncompleteWatchLists {
+			watches = append(watches, watchReply{events: []watch.Event{ev(watch.Added, cm("a", "5"))}})
+		}
+		lw := &timedLW{scriptLW: newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
+		_, stop := startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		stop()
+		want := []string{"WATCH", "WATCH", "WATCH", "LIST", "WATCH"}
+		if !slices.Equal(lw.verbs, want) {
+			t.Fatalf("calls %q, want %q", lw.verbs, want)
+		}
+		for i := 1; i < maxIncompleteWatchLists; i++ {
+			if gap := lw.times[i].Sub(lw.times[i-1]); gap < defaultBackoffInit {
+				t.Errorf("WatchList %d came %v after the previous one; want a backoff delay", i+1, gap)
+			}
+		}
+		s := r.Stats()
+		if s.WatchLists[ListInitial] != 1 || s.WatchLists[ListRetry] != maxIncompleteWatchLists-1 || s.Lists[ListWatchListFallback] != 1 {
+			t.Errorf("stats: WatchLists %v Lists %v", s.WatchLists, s.Lists)
+		}
+		if h := r.Health(); h.State != Synced {
+			t.Errorf("health %+v", h)
+		}
+	})
 }

@@ -1,0 +1,158 @@
+package cache
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// defaultHealthGrace is how long the Reflector may be without a working
+// watch or a completed sync before Health turns Degraded. Ten seconds
+// covers what a healthy Reflector goes through when it loses a watch: a
+// re-watch or relist after the first few backoff delays (0.8-1.6 s, then
+// 1.6-3.2 s, then 3.2-6.4 s) and an apiserver restart behind a load
+// balancer (a few seconds); it is short against the outages that matter to
+// a reader of Health: a black-holed connection is only noticed after
+// HTTP/2's ping check gives up (about 45 s in), and the REST client then
+// retries TLS handshakes inside one call for 20-100 s.
+const defaultHealthGrace = 10 * time.Second
+
+// errEmptyWatches is the LastError of a Reflector whose watches keep
+// opening and closing again with nothing in them, as a dead server's do
+// behind a load balancer.
+var errEmptyWatches = errors.New("watches keep closing without delivering anything")
+
+// errWatchListIncomplete is the LastError of a Reflector whose WatchList
+// keeps closing before its initial-events-end bookmark.
+var errWatchListIncomplete = errors.New("WatchList closed before its initial-events-end bookmark")
+
+// liveness tracks a loss of touch with the server: the Reflector lost its
+// watch (it ended with an error, or closed with nothing in it soon after
+// opening) and has not yet got data or a completed sync back. It reports
+// the loss as Degraded health once it has lasted the grace period. While a
+// watch is open no report is made (the watch may be fine: a quiet resource
+// sends nothing); if that watch ends without having shown that it works,
+// the time it was open counts as lost too, so watches that keep opening and
+// closing empty are reported once the grace period has passed. The loop
+// goroutine owns it.
+type liveness struct {
+	clock clock.Clock
+	grace time.Duration
+	// since is when the loss began; zero while in touch.
+	since time.Time
+	// reason and err describe the loss's latest failure.
+	reason DegradedReason
+	err    error
+	// reported: the loss has been reported as Degraded health.
+	reported bool
+	timer    clock.Timer
+}
+
+// inLoss says whether touch with the server is lost.
+func (l *liveness) inLoss() bool { return !l.since.IsZero() }
+
+// C fires when the loss has lasted the grace period; nil when no report is
+// due (in touch, already reported, or a watch is open).
+func (l *liveness) C() <-chan time.Time {
+	if l.timer == nil {
+		return nil
+	}
+	return l.timer.C()
+}
+
+// lose records a failure at now. It returns true when the loss is to be
+// reported at once: it had already been reported (the reason is
+// refreshed), or it has lasted the grace period.
+func (l *liveness) lose(reason DegradedReason, err error, now time.Time) bool {
+	if l.since.IsZero() {
+		l.since = now
+	}
+	l.reason, l.err = reason, err
+	return l.closed(now) || l.reported
+}
+
+// closed is told that the open watch, if any, ended at now without
+// showing that it works. It returns true when the loss has now lasted the grace
+// period and is to be reported.
+func (l *liveness) closed(now time.Time) bool {
+	if l.since.IsZero() || l.reported {
+		return false
+	}
+	left := l.grace - now.Sub(l.since)
+	if left <= 0 {
+		l.report()
+		return true
+	}
+	l.stopTimer()
+	l.timer = l.clock.NewTimer(left)
+	return false
+}
+
+// report marks the loss as reported; the caller sets the health.
+func (l *liveness) report() {
+	l.stopTimer()
+	l.reported = true
+}
+
+// opened holds back the report while a watch is open.
+func (l *liveness) opened() { l.stopTimer() }
+
+// regain ends the loss: data flowed or a sync completed. It returns true
+// when the loss had been reported, so that health must change back.
+func (l *liveness) regain() bool {
+	if l.since.IsZero() {
+		return false
+	}
+	reported := l.reported
+	l.stopTimer()
+	*l = liveness{clock: l.clock, grace: l.grace}
+	return reported
+}
+
+func (l *liveness) stopTimer() {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+}
+
+// lostTouch records a failure that leaves the Reflector without a working
+// watch: health turns Degraded with reason and err once the loss has lasted
+// the grace period (at once if it already has, or was already reported).
+func (r *Reflector) lostTouch(reason DegradedReason, err error) {
+	r.degradeIf(r.live.lose(reason, err, r.clock.Now()))
+}
+
+// watchClosed is told that a watch ended without a failure of its own (the
+// server closed it, or answered that its resourceVersion is gone).
+func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(r.clock.Now())) }
+
+// graceEnded is called when liveness's timer fires.
+func (r *Reflector) graceEnded() {
+	r.live.report()
+	r.degradeIf(true)
+}
+
+// degradeIf sets Degraded health from the loss when due.
+func (r *Reflector) degradeIf(due bool) {
+	if due {
+		r.health.set(Degraded, r.live.reason, r.live.err, r.clock.Now())
+	}
+}
+
+// inTouch is told that data flowed or a sync completed: a loss ends, and
+// if it had been reported health returns to Synced (Syncing before the
+// first sync). Cheap when nothing was lost: it runs for every burst.
+func (r *Reflector) inTouch() {
+	if !r.live.inLoss() {
+		return
+	}
+	if r.live.regain() {
+		state := Syncing
+		if r.health.snapshot().HasSynced {
+			state = Synced
+		}
+		r.health.set(state, ReasonNone, nil, r.clock.Now())
+	}
+}
