@@ -9,7 +9,8 @@
 #    certificates in a new temporary directory (hack/e2e/cluster.sh up);
 # 3. runs `go test -tags e2e -race -count=1 -v ./e2e/...` with
 #    KREFLECTOR_E2E_DIR set to that directory (the tests stop and start the
-#    servers through hack/e2e/cluster.sh too);
+#    servers through hack/e2e/cluster.sh too), then the same in the
+#    controller-runtime integration module (integration/controllerruntime);
 # 4. always, also on failure or SIGINT/SIGTERM: stops the tests, prints the
 #    tail of each server log if something failed, stops both servers by
 #    their pids and removes the directory.
@@ -61,7 +62,14 @@ trap 'exit 143' TERM
 # it with everything it started, and in the background so that a signal to
 # this script is handled at once rather than after the tests.
 set -m
-KREFLECTOR_E2E_DIR=$dir go test -tags e2e -race -count=1 -timeout 30m -v "$@" ./e2e/... &
+# The controller-runtime integration (a module of its own) runs on the same
+# cluster after the suite.
+(
+  export KREFLECTOR_E2E_DIR=$dir
+  go test -tags e2e -race -count=1 -timeout 30m -v "$@" ./e2e/...
+  cd integration/controllerruntime
+  go test -tags e2e -race -count=1 -timeout 10m -v "$@" ./...
+) &
 test_pid=$!
 set +m
 status=0
