@@ -1,5 +1,6 @@
-// Command informer runs a custom informer: our Reflector feeding
-// client-go's DeltaFIFO, popped into an indexer and event handlers.
+// Command informer runs kreflector's SharedIndexInformer (client-go's
+// interface, our Reflector underneath) with an event handler that prints
+// what it sees.
 //
 // By default it starts the embedded test API server (cachetest, over HTTP),
 // syncs its ConfigMaps through client-go's real Clientset, then makes a few
@@ -41,7 +42,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", metav1.NamespaceAll, "namespace to watch (default all)")
 	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to run at most")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: informer [flags]\n\nRuns a custom informer (kreflector's Reflector feeding client-go's DeltaFIFO)\nover ConfigMaps and prints what its event handlers see.\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: informer [flags]\n\nRuns kreflector's SharedIndexInformer over ConfigMaps and prints what its\nevent handler sees.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -89,11 +90,22 @@ func printer(out io.Writer) clientgocache.ResourceEventHandlerDetailedFuncs {
 	}
 }
 
-// start runs inf until ctx ends; wait returns Run's error once it has.
-func start(ctx context.Context, inf *informer) (wait func() error) {
-	errc := make(chan error, 1)
-	go func() { errc <- inf.Run(ctx) }()
-	return func() error { return <-errc }
+// newInformer returns our shared informer over lw with printer(out) as its
+// handler, and the handler's registration.
+func newInformer(lw cache.ListerWatcher, out io.Writer) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, error) {
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	reg, err := inf.AddEventHandler(printer(out))
+	return inf, reg, err
+}
+
+// start runs inf until ctx ends; wait returns once it has.
+func start(ctx context.Context, inf cache.SharedIndexInformer) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	}()
+	return func() { <-done }
 }
 
 func runDemo(ctx context.Context, out io.Writer) error {
@@ -111,28 +123,30 @@ func runDemo(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll, fields.Everything())
-	inf := newInformer(lw, &corev1.ConfigMap{}, printer(out), cache.ReflectorOptions{Name: "demo-informer"})
+	inf, reg, err := newInformer(lw, out)
+	if err != nil {
+		return err
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wait := start(rctx, inf)
-	if !clientgocache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		return fmt.Errorf("informer did not sync: %w", wait())
+	defer wait()
+	// The registration is synced once the handler has seen the initial
+	// list; WaitForSync says why not, if it does not.
+	if err := reg.(cache.HandlerRegistration).WaitForSync(ctx); err != nil {
+		return fmt.Errorf("informer did not sync: %w", err)
 	}
 	fmt.Fprintln(out, "-- synced; now changing the server (and dropping the watch once)")
 	if err := changes(ctx, cms); err != nil {
-		cancel()
 		return err
 	}
-	caughtUp := func() bool { return inf.reflector.LastSyncResourceVersion() == srv.ResourceVersion() }
+	caughtUp := func() bool { return inf.LastSyncResourceVersion() == srv.ResourceVersion() }
 	synced := clientgocache.WaitForCacheSync(ctx.Done(), caughtUp)
 	cancel()
-	if err := wait(); err != nil {
-		return err
-	}
+	wait()
 	objs, _ := cms.Objects()
-	d := cachetest.Compare(objs, inf.indexer.List())
-	fmt.Fprintf(out, "-- informer cache: %d objects; %s\n", len(inf.indexer.ListKeys()), d)
+	d := cachetest.Compare(objs, inf.GetIndexer().List())
+	fmt.Fprintf(out, "-- informer cache: %d objects; %s\n", len(inf.GetIndexer().ListKeys()), d)
 	if !synced || !d.Empty() {
 		return fmt.Errorf("the informer's cache does not match the server")
 	}
@@ -171,8 +185,12 @@ func watchCluster(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", cfg.namespace, fields.Everything())
-	inf := newInformer(lw, &corev1.ConfigMap{}, printer(out), cache.ReflectorOptions{Name: "cluster-informer"})
-	err = start(ctx, inf)()
-	fmt.Fprintf(out, "-- informer cache: %d objects; health %s\n", len(inf.indexer.ListKeys()), inf.reflector.Health().State)
-	return err
+	inf, _, err := newInformer(lw, out)
+	if err != nil {
+		return err
+	}
+	start(ctx, inf)()
+	h := inf.(cache.InformerHealthReporter).Health()
+	fmt.Fprintf(out, "-- informer cache: %d objects; healthy %v, reflector %s\n", len(inf.GetIndexer().ListKeys()), h.Healthy, h.Reflector.State)
+	return nil
 }
