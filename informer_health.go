@@ -117,13 +117,7 @@ type InformerStats struct {
 
 // SetHandlerLimits implements InformerHealthReporter.
 func (s *sharedIndexInformer) SetHandlerLimits(l HandlerLimits) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errStarted
-	}
-	s.limits = l.withDefaults()
-	return nil
+	return s.beforeStart(func() { s.limits = l.withDefaults() })
 }
 
 // Health implements InformerHealthReporter.

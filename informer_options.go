@@ -17,13 +17,7 @@ var _ ReflectorConfigurable = &sharedIndexInformer{}
 
 // SetReflectorOptions implements ReflectorConfigurable.
 func (s *sharedIndexInformer) SetReflectorOptions(o ReflectorOptions) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errStarted
-	}
-	s.reflectorOptions = &o
-	return nil
+	return s.beforeStart(func() { s.reflectorOptions = &o })
 }
 
 // mergeReflectorOptions returns a function that lays the options set by

@@ -239,25 +239,25 @@ func (s *sharedIndexInformer) SetWatchErrorHandler(handler clientgocache.WatchEr
 
 // SetWatchErrorHandlerWithContext is SetWatchErrorHandler with the context.
 func (s *sharedIndexInformer) SetWatchErrorHandlerWithContext(handler clientgocache.WatchErrorHandlerWithContext) error {
+	return s.beforeStart(func() { s.watchErrorHandler = handler })
+}
+
+// beforeStart runs set under the informer's lock, or returns errStarted
+// once the informer has started: the setters' common contract.
+func (s *sharedIndexInformer) beforeStart(set func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return errStarted
 	}
-	s.watchErrorHandler = handler
+	set()
 	return nil
 }
 
 // SetTransform sets (nil: removes) the function every object passes
 // through before it is stored; it fails once the informer has started.
 func (s *sharedIndexInformer) SetTransform(handler clientgocache.TransformFunc) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errStarted
-	}
-	s.transform = handler
-	return nil
+	return s.beforeStart(func() { s.transform = handler })
 }
 
 // HasSynced reports whether the first list has been applied to the
