@@ -65,7 +65,7 @@ type cycle struct {
 func newCycle(ctx context.Context, r *Reflector) *cycle {
 	return &cycle{
 		r:        r,
-		logger:   klog.FromContext(ctx),
+		logger:   r.loggerFor(ctx),
 		internal: retryWindow{max: r.MaxInternalErrorRetryDuration, quiet: time.Minute},
 	}
 }

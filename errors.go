@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientgocache "k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 )
 
 // VeryShortWatchError reports a watch that the server closed within a second
@@ -39,7 +38,7 @@ type WatchErrorHandlerWithContext func(ctx context.Context, r *Reflector, err er
 // everything else as an error. Unlike client-go's it does not go through
 // utilruntime.HandleError, whose global rate limiter sleeps in the caller.
 func DefaultWatchErrorHandler(ctx context.Context, r *Reflector, err error) {
-	logger := klog.FromContext(ctx)
+	logger := r.loggerFor(ctx)
 	switch {
 	case isExpiredError(err):
 		logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)

@@ -53,14 +53,20 @@ const (
 	// ReasonListFailing: a LIST failed, or a WatchList kept failing or
 	// closing before its initial events ended.
 	ReasonListFailing DegradedReason = "ListFailing"
-	// ReasonWatchFailed: opening a watch failed, or watches kept ending
+	// ReasonWatchFailing: opening a watch failed, or watches kept ending
 	// with errors or closing with nothing in them.
-	ReasonWatchFailed DegradedReason = "WatchFailing"
+	ReasonWatchFailing DegradedReason = "WatchFailing"
 	// ReasonStaleRVLoop: watches kept failing at one resourceVersion.
 	ReasonStaleRVLoop DegradedReason = "StaleRVLoop"
 	// ReasonStalled: a watch went silent for the stall window.
 	ReasonStalled DegradedReason = "Stalled"
 )
+
+// ReasonWatchFailed is the old name of ReasonWatchFailing, whose value
+// ("WatchFailing") it always had.
+//
+// Deprecated: use ReasonWatchFailing.
+const ReasonWatchFailed = ReasonWatchFailing
 
 // Health is a snapshot of a Reflector's health. The contract:
 //

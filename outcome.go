@@ -157,7 +157,7 @@ func openOutcome(o outcome, err error) outcome {
 		o.next, o.reason, o.streak = stepBackoffRewatch, classify(err, ReasonThrottled), streakKeep
 		return o
 	}
-	o.next, o.reason = stepRelist, classify(err, ReasonWatchFailed)
+	o.next, o.reason = stepRelist, classify(err, ReasonWatchFailing)
 	return o
 }
 
@@ -168,7 +168,7 @@ func streamOutcome(o outcome, err error, f watchFacts) outcome {
 	case err == nil:
 		o.next, o.endsStall = stepRewatch, true
 		if f.empty {
-			o.health, o.reason = healthLoss, ReasonWatchFailed
+			o.health, o.reason = healthLoss, ReasonWatchFailing
 		}
 	case isRVUnavailable(err):
 		o.next = stepRelist
@@ -177,11 +177,11 @@ func streamOutcome(o outcome, err error, f watchFacts) outcome {
 	case errors.Is(err, ErrWatchStalled):
 		o.next, o.health, o.reason, o.stalls = stepRewatch, healthNow, ReasonStalled, true
 	case errors.As(err, &short):
-		o.next, o.health, o.reason = stepRelist, healthLoss, ReasonWatchFailed
+		o.next, o.health, o.reason = stepRelist, healthLoss, ReasonWatchFailing
 	case apierrors.IsInternalError(err) && f.internalRetry:
-		o.next, o.health, o.reason = stepRewatch, healthLoss, ReasonWatchFailed
+		o.next, o.health, o.reason = stepRewatch, healthLoss, ReasonWatchFailing
 	default:
-		o.next, o.health, o.reason = stepRelist, healthLoss, classify(err, ReasonWatchFailed)
+		o.next, o.health, o.reason = stepRelist, healthLoss, classify(err, ReasonWatchFailing)
 	}
 	return o
 }

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -29,7 +30,10 @@ const defaultMinWatchTimeout = 5 * time.Minute
 // ReflectorOptions configures a Reflector. The zero value gives client-go's
 // defaults.
 type ReflectorOptions struct {
-	// Logger replaces klog.Background(); the reflector's name is added to it.
+	// Logger is where the Reflector logs when the context it runs with
+	// carries no logger (one put there with klog.NewContext or
+	// logr.NewContext wins); nil means klog.Background(). The reflector's
+	// name is added to it.
 	Logger *klog.Logger
 	// Name identifies the reflector in logs; defaults to the caller's file:line.
 	Name string
@@ -316,7 +320,7 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 // still be running when RunWithContext returns; the goroutine waiting for
 // it exits (stopping any watch it returns) as soon as the call does.
 func (r *Reflector) RunWithContext(ctx context.Context) {
-	logger := klog.FromContext(ctx)
+	logger := r.loggerFor(ctx)
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
 	defer logger.V(3).Info("Stopping reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
 	if r.stats.openMetrics(r.metrics, r.name) {
@@ -353,7 +357,7 @@ func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
 // (err == io.EOF) or type-assert it. Called on its own (not from Run), it
 // opens and deletes its own metrics.
 func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
-	klog.FromContext(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
+	r.loggerFor(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
 	r.stats.begin(r.clock.Now())
 	if r.stats.openMetrics(r.metrics, r.name) {
 		defer r.stats.closeMetrics()
@@ -371,6 +375,15 @@ func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
 // merely opens is not enough: behind a load balancer, a dead server's
 // watches open and close at once, and those must keep backing off.
 func (r *Reflector) reachedServer() { r.backoff.reset() }
+
+// loggerFor is the logger of a run with ctx: the context's own, else the
+// Logger option's (klog.Background() by default).
+func (r *Reflector) loggerFor(ctx context.Context) klog.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l
+	}
+	return r.logger
+}
 
 // nextBackoff draws the next delay from the Reflector's backoff.
 func (r *Reflector) nextBackoff() time.Duration {
