@@ -89,8 +89,10 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     a failure that was reported at once, an opened watch is.
 //   - No false alarms: a watch the server ends at its timeout and that is
 //     re-opened at once, a quiet resource (a watch open for minutes with
-//     nothing in it), a 410 followed by a relist, and a long initial sync
-//     stay Synced or Syncing.
+//     nothing in it), a 410 followed by a relist that completes within the
+//     grace period, and a long initial sync stay Synced or Syncing (a
+//     relist after a 410 that takes longer is a loss of touch like any
+//     other).
 type Health struct {
 	State HealthState
 	// Reason is set when State is Degraded.

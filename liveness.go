@@ -124,8 +124,8 @@ func (r *Reflector) lostTouch(reason DegradedReason, err error) {
 	r.degradeIf(r.live.lose(reason, err, r.clock.Now()))
 }
 
-// watchClosed is told that a watch ended without a failure of its own (the
-// server closed it, or answered that its resourceVersion is gone).
+// watchClosed is told that a watch ended without a failure of its own
+// (the server closed it).
 func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(r.clock.Now())) }
 
 // graceEnded is called when liveness's timer fires.

@@ -67,6 +67,25 @@ func TestHealthDegradedWhileRelistBlocks(t *testing.T) {
 	}
 }
 
+// A watch ended by a 410 (its resourceVersion compacted away, as after an
+// outage), followed by a relist that blocks for 30 s: Degraded once the
+// grace period has passed, Synced when the relist completes. A 410 is the
+// server answering, but the store is behind until the relist is done.
+func TestHealthDegradedWhileRelistAfter410Blocks(t *testing.T) {
+	lists := []listReply{
+		{list: cmList("10", "", cm("a", "5"))},
+		{list: cmList("20", "", cm("a", "15")), delay: 30 * time.Second},
+	}
+	watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(expiredStatus())}}}
+	changes, h := runScripted(t, lists, watches, time.Minute)
+	if len(changes) != 3 || changes[0] != "Synced/@0s" || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@30") {
+		t.Fatalf("health changes %q", changes)
+	}
+	if h.State != Synced || !apierrors.IsResourceExpired(h.LastError) {
+		t.Fatalf("final health %+v", h)
+	}
+}
+
 // A watch that ends with an error and a relist that completes within the
 // grace period: no Degraded at all.
 func TestHealthNoAlarmWhenRelistIsQuick(t *testing.T) {

@@ -42,8 +42,8 @@ const (
 type healthEffect uint8
 
 const (
-	// healthNone: nothing is wrong with touch (the server ended the watch
-	// or answered that its RV is gone); a loss already begun runs on.
+	// healthNone: nothing is wrong with touch (the server ended the
+	// watch); a loss already begun runs on.
 	healthNone healthEffect = iota
 	// healthNow: Degraded at once with the outcome's reason.
 	healthNow
@@ -171,7 +171,9 @@ func streamOutcome(o outcome, err error, f watchFacts) outcome {
 			o.health, o.reason = healthLoss, ReasonWatchFailing
 		}
 	case isRVUnavailable(err):
-		o.next = stepRelist
+		// The server answered, but the watch is lost until the relist
+		// completes: a relist that blocks is reported after the grace.
+		o.next, o.health, o.reason = stepRelist, healthLoss, ReasonWatchFailing
 	case apierrors.IsTooManyRequests(err):
 		o.next, o.health, o.reason = stepBackoffRewatch, healthNow, ReasonThrottled
 	case errors.Is(err, ErrWatchStalled):
