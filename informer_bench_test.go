@@ -217,14 +217,14 @@ func BenchmarkInformerSlowHandler(b *testing.B) {
 					tiny := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
 					lw := &benchLW{pages: map[string]*corev1.ConfigMapList{"": tiny}, queued: []*benchWatch{queuedWatch(events)}}
 					inf := ctor(lw, &corev1.ConfigMap{}, 0, clientgocache.Indexers{})
-					regs, hs := addHandlers(b, inf, 3, n, 0, 0)
+					_, hs := addHandlers(b, inf, 3, n, 0, 0)
 					for _, h := range hs[:slow] {
 						h.delay, h.sleep = 10*fastDelay, true
 					}
 					for _, h := range hs[slow:] {
 						h.delay = fastDelay
 					}
-					d, stats := timeFastHandlers(b, inf, regs, hs, slow)
+					d, stats := timeFastHandlers(b, inf, hs, slow)
 					fast += d
 					if stats != nil && slow > 0 {
 						backlog = max(backlog, stats.Handlers[0].MaxBacklog)
@@ -245,7 +245,7 @@ func BenchmarkInformerSlowHandler(b *testing.B) {
 // timeFastHandlers runs inf until every handler is done and returns how
 // long the handlers after the first slow ones took to be done, and, for
 // our informer, its Stats at that moment.
-func timeFastHandlers(b *testing.B, inf clientgocache.SharedIndexInformer, regs []clientgocache.ResourceEventHandlerRegistration, hs []*countingHandler, slow int) (time.Duration, *InformerStats) {
+func timeFastHandlers(b *testing.B, inf clientgocache.SharedIndexInformer, hs []*countingHandler, slow int) (time.Duration, *InformerStats) {
 	ctx, cancel := context.WithCancel(b.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })

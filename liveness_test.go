@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
@@ -47,43 +48,36 @@ func wantChanges(t *testing.T, got []string, want ...string) {
 	}
 }
 
-// A watch that ends with an error (as client-go reports a connection lost
-// mid-stream: a 500 from its decoder), followed by a relist that blocks for
-// 30 s: Degraded once the grace period has passed, while the LIST is still
-// in flight, and Synced again when it completes.
+// A watch that ends badly, followed by a relist that blocks for 30 s:
+// Degraded once the grace period has passed, while the LIST is still in
+// flight, and Synced again when it completes. The relist starts after the
+// first backoff (0.8-1.6 s) and takes 30 s. The watch ends either with an
+// error (as client-go reports a connection lost mid-stream: a 500 from its
+// decoder) or with a 410 (its resourceVersion compacted away, as after an
+// outage: the server answered, but the store is behind until the relist).
 func TestHealthDegradedWhileRelistBlocks(t *testing.T) {
-	lists := []listReply{
-		{list: cmList("10", "", cm("a", "5"))},
-		{list: cmList("20", "", cm("a", "15")), delay: 30 * time.Second},
-	}
-	watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(internalStatus())}}}
-	changes, h := runScripted(t, lists, watches, time.Minute)
-	// The relist starts after the initial backoff (0.8-1.6 s) and takes 30 s.
-	if len(changes) != 3 || changes[0] != "Synced/@0s" || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@3") {
-		t.Fatalf("health changes %q", changes)
-	}
-	if h.State != Synced || !apierrors.IsInternalError(h.LastError) {
-		t.Fatalf("final health %+v", h)
-	}
-}
-
-// A watch ended by a 410 (its resourceVersion compacted away, as after an
-// outage), followed by a relist that blocks for 30 s: Degraded once the
-// grace period has passed, Synced when the relist completes. A 410 is the
-// server answering, but the store is behind until the relist is done. The
-// relist starts after the first backoff (0.8-1.6 s) and takes 30 s.
-func TestHealthDegradedWhileRelistAfter410Blocks(t *testing.T) {
-	lists := []listReply{
-		{list: cmList("10", "", cm("a", "5"))},
-		{list: cmList("20", "", cm("a", "15")), delay: 30 * time.Second},
-	}
-	watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(expiredStatus())}}}
-	changes, h := runScripted(t, lists, watches, time.Minute)
-	if len(changes) != 3 || changes[0] != "Synced/@0s" || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@3") {
-		t.Fatalf("health changes %q", changes)
-	}
-	if h.State != Synced || !apierrors.IsResourceExpired(h.LastError) {
-		t.Fatalf("final health %+v", h)
+	for _, tc := range []struct {
+		name    string
+		end     *metav1.Status
+		lastErr func(error) bool
+	}{
+		{"500", internalStatus(), apierrors.IsInternalError},
+		{"410", expiredStatus(), apierrors.IsResourceExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lists := []listReply{
+				{list: cmList("10", "", cm("a", "5"))},
+				{list: cmList("20", "", cm("a", "15")), delay: 30 * time.Second},
+			}
+			watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(tc.end)}}}
+			changes, h := runScripted(t, lists, watches, time.Minute)
+			if len(changes) != 3 || changes[0] != "Synced/@0s" || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@3") {
+				t.Fatalf("health changes %q", changes)
+			}
+			if h.State != Synced || !tc.lastErr(h.LastError) {
+				t.Fatalf("final health %+v", h)
+			}
+		})
 	}
 }
 
