@@ -78,14 +78,6 @@ const EventDropped watch.EventType = "DROPPED"
 // EventTypes is every event type counted in Stats.Events, in a fixed order.
 var EventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error, EventDropped}
 
-// takeListCause returns why the sync about to start happens. Until that
-// sync succeeds, a further attempt counts as a retry.
-func (r *Reflector) takeListCause() ListCause {
-	cause := r.listCause
-	r.listCause = ListRetry
-	return cause
-}
-
 // unavailableCause is the cause of a sync repeated at RV "" because the
 // resourceVersion asked for could not be served (err).
 func unavailableCause(err error) ListCause {
@@ -137,12 +129,4 @@ func relistCause(c WatchEndCause) ListCause {
 		return ListShortWatch
 	}
 	return ListWatchError
-}
-
-// watchEnded records how a watch ended (err, never errStopRequested) and
-// what the next sync would be for.
-func (r *Reflector) watchEnded(err error) {
-	cause := watchEndCause(err)
-	r.stats.watchEnded(cause)
-	r.listCause = relistCause(cause)
 }

@@ -47,8 +47,6 @@ type cycle struct {
 	// ADDED events in no particular order; RVs are not propagated until a
 	// non-ADDED event shows that phase is over.
 	fromSynthetic bool
-	// stalled: the last watch stalled and no data has flowed since.
-	stalled bool
 	// incomplete counts this cycle's WatchLists that the server closed
 	// before their initial-events-end bookmark.
 	incomplete uint8
@@ -60,6 +58,9 @@ type cycle struct {
 	resync   *resyncTimer
 	// err is what ListAndWatch returns.
 	err error
+	// retryAfter is the delay the server asked for with its last failure,
+	// which Run waits at least before the next cycle.
+	retryAfter time.Duration
 }
 
 func newCycle(ctx context.Context, r *Reflector) *cycle {
@@ -73,7 +74,7 @@ func newCycle(ctx context.Context, r *Reflector) *cycle {
 func (c *cycle) run(ctx context.Context) error {
 	defer c.close()
 	p := phaseList
-	if c.r.wantsWatchList(c.r.clock.Now()) {
+	if c.r.server.wantsWatchList(c.r.clock.Now()) {
 		p = phaseWatchList
 	}
 	for p != phaseDone {
@@ -121,7 +122,8 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.pos.synced(rv)
 	r.stats.resourceVersion(rv)
 	r.stats.synced(items, now.Sub(start), now)
-	// Unless a watch end says otherwise, the next sync follows an error.
+	// Unless a failure says otherwise (see cycle.apply), the next sync
+	// follows an error.
 	r.listCause = ListWatchError
 	r.reachedServer()
 	r.live.regain()
@@ -129,35 +131,39 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.health.healthy(now)
 }
 
-// list runs phaseList.
+// list runs phaseList: a LIST at the resume position (at the latest if
+// the server cannot serve that one), then a Replace of the store.
 func (c *cycle) list(ctx context.Context) phase {
 	r := c.r
 	start := r.clock.Now()
-	cause := r.takeListCause()
 	opts := metav1.ListOptions{ResourceVersion: r.pos.listRV()}
 	pageSize := r.pageSizeFor(opts.ResourceVersion)
-	res, err, ok := c.listOnce(ctx, opts, pageSize, cause)
-	if ok && (isRVUnavailable(err) || rvRejected(opts.ResourceVersion, err)) {
-		// The RV is compacted away, not reached yet, or not one the server
-		// understands: read the latest.
-		r.pos.markUnavailable()
-		res, err, ok = c.listOnce(ctx, metav1.ListOptions{ResourceVersion: r.pos.listRV()}, pageSize, unavailableCause(err))
+	for {
+		res, err, ok := c.listOnce(ctx, opts, pageSize, r.listCause)
+		switch {
+		case !ok:
+			return phaseDone
+		case err == nil:
+			return c.listed(res, opts.ResourceVersion, start)
+		}
+		o := classify(atList, err, facts{listRV: opts.ResourceVersion})
+		c.apply(o, opts.ResourceVersion, err)
+		if o.next != stepListLatest {
+			c.err = fmt.Errorf("failed to list %v: %w", r.typeDescription, err)
+			return phaseDone
+		}
+		opts.ResourceVersion = r.pos.listRV()
 	}
-	if !ok {
-		return phaseDone
-	}
-	if err != nil {
-		c.err = fmt.Errorf("failed to list %v: %w", r.typeDescription, err)
-		r.health.failed(err, ReasonListFailing, r.clock.Now())
-		return phaseDone
-	}
-	if opts.ResourceVersion == "0" && res.paged {
-		r.pagedAtRV0 = true
-	}
-	r.pos.unavailable = false
+}
+
+// listed Replaces the store with a LIST's result, listed at rv.
+func (c *cycle) listed(res listed, rv string, start time.Time) phase {
+	r := c.r
+	r.server.listed(rv, res.paged)
+	r.pos.served()
 	if err := r.store.Replace(res.items, res.resourceVersion); err != nil {
 		c.err = fmt.Errorf("unable to sync list result: %w", err)
-		r.health.failed(c.err, ReasonListFailing, r.clock.Now())
+		c.apply(classify(atListReplace, err, facts{}), rv, c.err)
 		return phaseDone
 	}
 	c.synced(res.resourceVersion, len(res.items), start)
@@ -194,7 +200,7 @@ func (r *Reflector) pageSizeFor(rv string) int64 {
 	switch {
 	case r.WatchListPageSize != 0:
 		return r.WatchListPageSize
-	case r.pagedAtRV0, rv == "", rv == "0":
+	case r.server.pagedAtRV0, rv == "", rv == "0":
 		return defaultPageSize
 	default:
 		return 0
@@ -217,6 +223,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	}
 	c.fromSynthetic = opts.ResourceVersion == "" || opts.ResourceVersion == "0"
 	c.requested(opts)
+	c.r.live.calling(c.wStart)
 	w, err, ok := c.startWatch(ctx, opts)
 	switch {
 	case !ok:
@@ -225,14 +232,9 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		c.w = w
 		c.r.stats.watchOpened()
 		c.r.live.opened()
-		if !c.stalled && !c.r.live.inLoss() {
-			// After watches that failed or came back empty, an open one
-			// proves nothing until data flows.
-			c.r.health.healthy(c.r.clock.Now())
-		}
 		return phaseStream
 	}
-	o := classifyWatch(atWatchOpen, err, watchFacts{})
+	o := classify(atWatchOpen, err, facts{})
 	c.apply(o, opts.ResourceVersion, err)
 	if o.next == stepBackoffRewatch {
 		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
@@ -281,20 +283,10 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 }
 
 // flowing is told that a watch delivered a burst of events: the server is
-// reached, and a Stalled state ends.
+// reached, and a loss of touch ends.
 func (c *cycle) flowing() {
 	c.r.reachedServer()
 	c.r.inTouch()
-	c.endStall()
-}
-
-// endStall ends a Stalled state: data flowed, or the server ended the
-// re-watch cleanly (on a quiet resource no data would ever flow to end it).
-func (c *cycle) endStall() {
-	if c.stalled {
-		c.stalled = false
-		c.r.health.healthy(c.r.clock.Now())
-	}
 }
 
 // resyncNow runs a due resync; false ends the cycle after a store error.
@@ -302,7 +294,7 @@ func (c *cycle) resyncNow() bool {
 	c.logger.V(4).Info("Forcing resync", "reflector", c.r.name)
 	if err := c.resync.fire(c.r.store, c.r.ShouldResync); err != nil {
 		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		c.r.watchEnded(err)
+		c.apply(classify(atResync, err, facts{}), c.r.pos.watchRV(), err)
 		return false
 	}
 	return true
@@ -330,7 +322,7 @@ func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration
 }
 
 // stream runs phaseStream, then carries out what the way the watch ended
-// means (see classifyWatch) and follows its next step.
+// means (see classify) and follows its next step.
 func (c *cycle) stream(ctx context.Context) phase {
 	s := newStreamer(c, c.w, false)
 	startRV := c.r.pos.watchRV()
@@ -340,7 +332,7 @@ func (c *cycle) stream(ctx context.Context) phase {
 		// Not a watch failure: nothing to count, classify or learn from.
 		return phaseDone
 	}
-	o := classifyWatch(atWatchStream, err, c.streamFacts(err, s.events))
+	o := classify(atWatchStream, err, c.streamFacts(err, s.events))
 	c.apply(o, startRV, err)
 	c.logWatchEnd(o, err)
 	switch o.next {
@@ -352,19 +344,20 @@ func (c *cycle) stream(ctx context.Context) phase {
 	return phaseDone
 }
 
-// streamFacts gathers what classifyWatch needs to know about the cycle's
+// streamFacts gathers what classify needs to know about the cycle's
 // watch, which delivered events events and ended with err. A watch that
 // delivered something or stayed open the grace period showed that it
 // worked, which ends a loss of touch before the end is classified.
-func (c *cycle) streamFacts(err error, events int) watchFacts {
+func (c *cycle) streamFacts(err error, events int) facts {
 	now := c.r.clock.Now()
 	c.internal.observe(err, now)
 	lived := now.Sub(c.wStart)
 	if events > 0 || lived >= c.r.live.grace {
 		c.r.inTouch()
 	}
-	return watchFacts{
+	return facts{
 		internalRetry: apierrors.IsInternalError(err) && c.internal.allows(now),
+		delivered:     events > 0,
 		empty:         err == nil && events == 0 && lived < c.r.live.grace,
 	}
 }
@@ -379,7 +372,7 @@ func (c *cycle) logWatchEnd(o outcome, err error) {
 		c.logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
 	case o.end == WatchThrottled:
 		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
-	case o.stalls:
+	case o.end == WatchStalled:
 		c.logger.Info("Watch stalled, re-watching", "reflector", r.name, "type", r.typeDescription, "window", r.stallWindow)
 	case o.end == WatchInternalError && o.next == stepRewatch:
 		c.logger.V(2).Info("Retrying watch after internal error", "reflector", r.name, "type", r.typeDescription, "err", err)

@@ -1,20 +1,22 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// TestClassifyWatch is the answer to "what happens after X on a watch?":
-// for each place a watch can fail and each error class the package knows,
-// the step that follows, the stats label, the cause of the sync that may
-// follow, the effect on Health, the stale-RV streak, and whether the
-// backoff starts over.
-func TestClassifyWatch(t *testing.T) {
+// TestClassify is the answer to "what happens after X?": for each place a
+// call can fail and each error class the package knows, the step that
+// follows, the stats label, the cause of the next sync, the effect on
+// Health, the stale-RV streak, whether the backoff starts over and whether
+// the resume position is given up. cycle.apply carries each row out.
+func TestClassify(t *testing.T) {
 	expired := apierrors.NewResourceExpired("too old resource version")
 	gone := apierrors.NewGone("gone")
 	throttled := apierrors.NewTooManyRequests("slow down", 7)
@@ -22,101 +24,188 @@ func TestClassifyWatch(t *testing.T) {
 	forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("no"))
 	unauthorized := apierrors.NewUnauthorized("who are you")
 	notFound := apierrors.NewNotFound(cmGVR, "")
+	badRequest := apierrors.NewBadRequest("no")
 	short := &VeryShortWatchError{Name: "r"}
 	stalled := fmt.Errorf("%w: still open", ErrWatchStalled)
 	resync := fmt.Errorf("%w: boom", errStoreResync)
 	lost := errors.New("http2: client connection lost")
-	retry := watchFacts{internalRetry: true}
-	empty := watchFacts{empty: true}
-
-	tests := []struct {
-		name  string
-		where where
-		err   error
-		facts watchFacts
-		want  outcome
-	}{
-		// Opening the watch failed.
-		{"open 429", atWatchOpen, throttled, watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListWatchError, health: healthNow, reason: ReasonThrottled, streak: streakKeep, retryAfter: 7 * time.Second}},
-		{"open refused", atWatchOpen, connectionRefused(), watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchUnreachable, relist: ListWatchError, health: healthNow, reason: ReasonUnreachable, streak: streakKeep}},
-		{"open 410", atWatchOpen, expired, watchFacts{},
-			outcome{next: stepRelist, end: WatchExpired, relist: ListExpired, health: healthNow, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
-		{"open too large", atWatchOpen, tooLargeRV(), watchFacts{},
-			outcome{next: stepRelist, end: WatchTooLarge, relist: ListTooLarge, health: healthNow, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
-		{"open 403", atWatchOpen, forbidden, watchFacts{},
-			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden}},
-		{"open 401", atWatchOpen, unauthorized, watchFacts{},
-			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden}},
-		{"open 404", atWatchOpen, notFound, watchFacts{},
-			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonNotFound}},
-		{"open 500", atWatchOpen, internal, watchFacts{},
-			outcome{next: stepRelist, end: WatchInternalError, relist: ListWatchError, health: healthNow, reason: ReasonWatchFailing}},
-		{"open other", atWatchOpen, lost, watchFacts{},
-			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonWatchFailing}},
-
-		// An open watch ended.
-		{"closed by the server", atWatchStream, nil, watchFacts{},
-			outcome{next: stepRewatch, end: WatchClosed, relist: ListWatchError, endsStall: true}},
-		{"closed empty within the grace", atWatchStream, nil, empty,
-			outcome{next: stepRewatch, end: WatchClosed, relist: ListWatchError, endsStall: true, health: healthLoss, reason: ReasonWatchFailing}},
-		{"very short", atWatchStream, short, watchFacts{},
-			outcome{next: stepRelist, end: WatchVeryShort, relist: ListShortWatch, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount}},
-		{"410 expired", atWatchStream, expired, watchFacts{},
-			outcome{next: stepRelist, end: WatchExpired, relist: ListExpired, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
-		{"410 gone", atWatchStream, gone, watchFacts{},
-			outcome{next: stepRelist, end: WatchExpired, relist: ListExpired, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
-		{"too large", atWatchStream, tooLargeRV(), watchFacts{},
-			outcome{next: stepRelist, end: WatchTooLarge, relist: ListTooLarge, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
-		{"429", atWatchStream, throttled, watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListWatchError, health: healthNow, reason: ReasonThrottled, retryAfter: 7 * time.Second}},
-		{"stalled", atWatchStream, stalled, watchFacts{},
-			outcome{next: stepRewatch, end: WatchStalled, relist: ListWatchError, health: healthNow, reason: ReasonStalled, stalls: true}},
-		{"500 within the retry window", atWatchStream, internal, retry,
-			outcome{next: stepRewatch, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
-		{"500 past the retry window", atWatchStream, internal, watchFacts{},
-			outcome{next: stepRelist, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
-		{"store resync failed", atWatchStream, resync, watchFacts{},
-			outcome{next: stepRelist, end: WatchResyncFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
-		{"403 event", atWatchStream, forbidden, watchFacts{},
-			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonForbidden}},
-		{"connection lost", atWatchStream, lost, watchFacts{},
-			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
-
-		// A WatchList failed to open, or ended before its initial events did.
-		{"WatchList open 429", atWatchListOpen, throttled, watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListRetry, health: healthNow, reason: ReasonThrottled, streak: streakKeep, retryAfter: 7 * time.Second}},
-		{"WatchList open refused", atWatchListOpen, connectionRefused(), watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchUnreachable, relist: ListRetry, health: healthNow, reason: ReasonUnreachable, streak: streakKeep}},
-		{"WatchList open 410", atWatchListOpen, expired, watchFacts{},
-			outcome{next: stepRewatch, end: WatchExpired, relist: ListExpired, streak: streakKeep, reached: true, forgetRV: true}},
-		{"WatchList open too large", atWatchListOpen, tooLargeRV(), watchFacts{},
-			outcome{next: stepRewatch, end: WatchTooLarge, relist: ListTooLarge, streak: streakKeep, reached: true, forgetRV: true}},
-		{"WatchList refused (400)", atWatchListOpen, apierrors.NewBadRequest("no"), watchFacts{},
-			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, streak: streakKeep}},
-		{"WatchList open 403", atWatchListOpen, forbidden, watchFacts{},
-			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, streak: streakKeep}},
-		{"WatchList closed before its end", atWatchListStream, nil, watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchClosed, relist: ListRetry, health: healthLoss, reason: ReasonListFailing, streak: streakKeep}},
-		{"WatchList closed before its end, bound reached", atWatchListStream, nil, watchFacts{gaveUp: true},
-			outcome{next: stepListInstead, end: WatchClosed, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing, streak: streakKeep}},
-		{"WatchList very short", atWatchListStream, short, watchFacts{},
-			outcome{next: stepListInstead, end: WatchVeryShort, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing, streak: streakKeep}},
-		{"WatchList stream 410", atWatchListStream, expired, watchFacts{},
-			outcome{next: stepRewatch, end: WatchExpired, relist: ListExpired, streak: streakKeep, reached: true, forgetRV: true}},
-		{"WatchList stream 429", atWatchListStream, throttled, watchFacts{},
-			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListRetry, health: healthNow, reason: ReasonThrottled, streak: streakKeep, retryAfter: 7 * time.Second}},
-		{"WatchList stream 500", atWatchListStream, internal, watchFacts{},
-			outcome{next: stepListInstead, end: WatchInternalError, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing, streak: streakKeep}},
-		{"WatchList connection lost", atWatchListStream, lost, watchFacts{},
-			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing, streak: streakKeep}},
-	}
-	for _, tc := range tests {
+	at5 := facts{listRV: "5"}
+	for _, tc := range classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, notFound, badRequest, short, stalled, resync, lost, at5) {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := classifyWatch(tc.where, tc.err, tc.facts); got != tc.want {
-				t.Errorf("classifyWatch(%v, %v, %+v)\n got %+v\nwant %+v", tc.where, tc.err, tc.facts, got, tc.want)
+			if got := classify(tc.where, tc.err, tc.facts); got != tc.want {
+				t.Errorf("classify(%v, %v, %+v)\n got %+v\nwant %+v", tc.where, tc.err, tc.facts, got, tc.want)
 			}
 		})
+	}
+}
+
+type classifyCase struct {
+	name  string
+	where where
+	err   error
+	facts facts
+	want  outcome
+}
+
+func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, notFound, badRequest, short, stalled, resync, lost error, at5 facts) []classifyCase {
+	return concat(
+		[]classifyCase{
+			// A LIST failed (after its page retries).
+			{"LIST 410 at an RV", atList, expired, at5,
+				outcome{next: stepListLatest, relist: ListExpired, reached: true, forgetRV: true}},
+			{"LIST too large at an RV", atList, tooLargeRV(), at5,
+				outcome{next: stepListLatest, relist: ListTooLarge, reached: true, forgetRV: true}},
+			{"LIST 400 at an RV (malformed RV)", atList, badRequest, at5,
+				outcome{next: stepListLatest, relist: ListInvalidRV, reached: true, forgetRV: true}},
+			{"LIST 410 at the latest", atList, expired, facts{},
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+			{"LIST 400 at RV 0", atList, badRequest, facts{listRV: "0"},
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+			{"LIST 403", atList, forbidden, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonForbidden}},
+			{"LIST 401", atList, unauthorized, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonForbidden}},
+			{"LIST 404", atList, notFound, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonNotFound}},
+			{"LIST 429", atList, throttled, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonThrottled, retryAfter: 7 * time.Second}},
+			{"LIST refused", atList, connectionRefused(), at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonUnreachable}},
+			{"LIST 500", atList, internal, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+			{"LIST other", atList, lost, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+
+			// A page after the first of a paginated LIST failed.
+			{"page 500", atListPage, internal, facts{}, outcome{next: stepRetryPage}},
+			{"page 429", atListPage, throttled, facts{}, outcome{next: stepRetryPage, retryAfter: 7 * time.Second}},
+			{"page refused", atListPage, connectionRefused(), facts{}, outcome{next: stepRetryPage}},
+			{"page EOF", atListPage, io.ErrUnexpectedEOF, facts{}, outcome{next: stepRetryPage}},
+			{"page server timeout", atListPage, apierrors.NewServerTimeout(cmGVR, "list", 1), facts{}, outcome{next: stepRetryPage}},
+			{"page 410 (token expired)", atListPage, expired, facts{}, outcome{next: stepFail}},
+			{"page 403", atListPage, forbidden, facts{}, outcome{next: stepFail}},
+			{"page cancelled", atListPage, context.Canceled, facts{}, outcome{next: stepFail}},
+
+			// The store refused the synced state.
+			{"Replace after LIST", atListReplace, lost, facts{},
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+			{"Replace after WatchList", atWatchListReplace, lost, facts{},
+				outcome{next: stepListInstead, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+
+			// The store's Resync failed while watching.
+			{"Resync", atResync, resync, facts{},
+				outcome{next: stepRelist, end: WatchResyncFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
+		},
+		watchOpenRows(expired, throttled, internal, forbidden, unauthorized, notFound, lost),
+		watchStreamRows(expired, gone, throttled, internal, forbidden, short, stalled, resync, lost),
+		watchListRows(expired, throttled, internal, forbidden, badRequest, short, lost),
+	)
+}
+
+func watchOpenRows(expired, throttled, internal, forbidden, unauthorized, notFound, lost error) []classifyCase {
+	return []classifyCase{
+		{"open 429", atWatchOpen, throttled, facts{},
+			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListWatchError, health: healthLoss, reason: ReasonThrottled, retryAfter: 7 * time.Second}},
+		{"open refused", atWatchOpen, connectionRefused(), facts{},
+			outcome{next: stepBackoffRewatch, end: WatchUnreachable, relist: ListWatchError, health: healthLoss, reason: ReasonUnreachable}},
+		{"open 410", atWatchOpen, expired, facts{},
+			outcome{next: stepRelist, end: WatchExpired, relist: ListExpired, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
+		{"open too large", atWatchOpen, tooLargeRV(), facts{},
+			outcome{next: stepRelist, end: WatchTooLarge, relist: ListTooLarge, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
+		{"open 403", atWatchOpen, forbidden, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden, streak: streakReset}},
+		{"open 401", atWatchOpen, unauthorized, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden, streak: streakReset}},
+		{"open 404", atWatchOpen, notFound, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonNotFound, streak: streakReset}},
+		{"open 500", atWatchOpen, internal, facts{},
+			outcome{next: stepRelist, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+		{"open other", atWatchOpen, lost, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+	}
+}
+
+func watchStreamRows(expired, gone, throttled, internal, forbidden, short, stalled, resync, lost error) []classifyCase {
+	retry := facts{internalRetry: true, delivered: true}
+	return []classifyCase{
+		{"closed by the server", atWatchStream, nil, facts{},
+			outcome{next: stepRewatch, end: WatchClosed, relist: ListWatchError, streak: streakReset}},
+		{"closed empty within the grace", atWatchStream, nil, facts{empty: true},
+			outcome{next: stepRewatch, end: WatchClosed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+		{"very short", atWatchStream, short, facts{},
+			outcome{next: stepRelist, end: WatchVeryShort, relist: ListShortWatch, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount}},
+		{"410 expired", atWatchStream, expired, facts{},
+			outcome{next: stepRelist, end: WatchExpired, relist: ListExpired, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
+		{"410 gone", atWatchStream, gone, facts{},
+			outcome{next: stepRelist, end: WatchExpired, relist: ListExpired, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
+		{"too large", atWatchStream, tooLargeRV(), facts{},
+			outcome{next: stepRelist, end: WatchTooLarge, relist: ListTooLarge, health: healthLoss, reason: ReasonWatchFailing, streak: streakCount, reached: true}},
+		{"429", atWatchStream, throttled, facts{},
+			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListWatchError, health: healthLoss, reason: ReasonThrottled, streak: streakReset, retryAfter: 7 * time.Second}},
+		{"stalled", atWatchStream, stalled, facts{},
+			outcome{next: stepRewatch, end: WatchStalled, relist: ListWatchError, health: healthNow, reason: ReasonStalled, streak: streakReset}},
+		{"500 within the retry window, after events", atWatchStream, internal, retry,
+			outcome{next: stepRewatch, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+		{"500 within the retry window, nothing delivered", atWatchStream, internal, facts{internalRetry: true},
+			outcome{next: stepBackoffRewatch, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+		{"500 past the retry window", atWatchStream, internal, facts{delivered: true},
+			outcome{next: stepRelist, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+		{"store resync failed", atWatchStream, resync, facts{},
+			outcome{next: stepRelist, end: WatchResyncFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
+		{"403 event", atWatchStream, forbidden, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden, streak: streakReset}},
+		{"connection lost", atWatchStream, lost, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
+	}
+}
+
+func watchListRows(expired, throttled, internal, forbidden, badRequest, short, lost error) []classifyCase {
+	return []classifyCase{
+		{"WatchList open 429", atWatchListOpen, throttled, facts{},
+			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListRetry, health: healthLoss, reason: ReasonThrottled, retryAfter: 7 * time.Second}},
+		{"WatchList open refused", atWatchListOpen, connectionRefused(), facts{},
+			outcome{next: stepBackoffRewatch, end: WatchUnreachable, relist: ListRetry, health: healthLoss, reason: ReasonUnreachable}},
+		{"WatchList open 410", atWatchListOpen, expired, facts{},
+			outcome{next: stepRewatch, end: WatchExpired, relist: ListExpired, reached: true, forgetRV: true}},
+		{"WatchList open too large", atWatchListOpen, tooLargeRV(), facts{},
+			outcome{next: stepRewatch, end: WatchTooLarge, relist: ListTooLarge, reached: true, forgetRV: true}},
+		{"WatchList refused (400)", atWatchListOpen, badRequest, facts{},
+			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback}},
+		{"WatchList open 403 (the LIST reports it)", atWatchListOpen, forbidden, facts{},
+			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback}},
+		{"WatchList closed before its end", atWatchListStream, nil, facts{},
+			outcome{next: stepBackoffRewatch, end: WatchClosed, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+		{"WatchList closed before its end, bound reached", atWatchListStream, nil, facts{gaveUp: true},
+			outcome{next: stepListInstead, end: WatchClosed, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing}},
+		{"WatchList very short", atWatchListStream, short, facts{},
+			outcome{next: stepListInstead, end: WatchVeryShort, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing}},
+		{"WatchList stream 410", atWatchListStream, expired, facts{},
+			outcome{next: stepRewatch, end: WatchExpired, relist: ListExpired, reached: true, forgetRV: true}},
+		{"WatchList stream 429", atWatchListStream, throttled, facts{},
+			outcome{next: stepBackoffRewatch, end: WatchThrottled, relist: ListRetry, health: healthLoss, reason: ReasonThrottled, retryAfter: 7 * time.Second}},
+		{"WatchList stream 500", atWatchListStream, internal, facts{},
+			outcome{next: stepListInstead, end: WatchInternalError, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing}},
+		{"WatchList stream 403", atWatchListStream, forbidden, facts{},
+			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, health: healthNow, reason: ReasonForbidden}},
+		{"WatchList connection lost", atWatchListStream, lost, facts{},
+			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, health: healthLoss, reason: ReasonListFailing}},
+	}
+}
+
+func concat[T any](parts ...[]T) []T {
+	var out []T
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// A failure that completes a stale-RV streak relists with a consistent
+// read and is reported at once, whatever the failure alone would do.
+func TestStaleLoopOutcome(t *testing.T) {
+	o := classify(atWatchStream, &VeryShortWatchError{}, facts{}).breaksStaleLoop()
+	want := outcome{next: stepRelist, end: WatchVeryShort, relist: ListStaleRVBreaker, health: healthNow, reason: ReasonStaleRVLoop, streak: streakCount, forgetRV: true}
+	if o != want {
+		t.Fatalf("got %+v\nwant %+v", o, want)
 	}
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // HealthState is the coarse state of a Reflector.
@@ -45,16 +42,18 @@ const (
 	ReasonForbidden DegradedReason = "Forbidden"
 	// ReasonNotFound: the resource is not served (404).
 	ReasonNotFound DegradedReason = "NotFound"
-	// ReasonThrottled: a call got 429, or a watch open failed in a way
-	// that is retried after a backoff.
+	// ReasonThrottled: calls kept getting 429 for the grace period.
 	ReasonThrottled DegradedReason = "Throttled"
-	// ReasonUnreachable: the connection was refused.
+	// ReasonUnreachable: connections kept being refused for the grace
+	// period.
 	ReasonUnreachable DegradedReason = "Unreachable"
-	// ReasonListFailing: a LIST failed, or a WatchList kept failing or
-	// closing before its initial events ended.
+	// ReasonListFailing: LISTs, or the store's Replace, kept failing, or a
+	// WatchList kept failing or closing before its initial events ended,
+	// for the grace period.
 	ReasonListFailing DegradedReason = "ListFailing"
-	// ReasonWatchFailing: opening a watch failed, or watches kept ending
-	// with errors or closing with nothing in them.
+	// ReasonWatchFailing: watches kept failing to open, ending with errors
+	// or closing with nothing in them, a watch request stayed in flight, or
+	// the relist after a lost watch did not complete, for the grace period.
 	ReasonWatchFailing DegradedReason = "WatchFailing"
 	// ReasonStaleRVLoop: watches kept failing at one resourceVersion.
 	ReasonStaleRVLoop DegradedReason = "StaleRVLoop"
@@ -70,29 +69,36 @@ const ReasonWatchFailed = ReasonWatchFailing
 
 // Health is a snapshot of a Reflector's health. The contract:
 //
-//   - Synced: the store is known to be current: a watch is open and has
-//     not been shown dead, or a sync completed, and no loss of touch has
-//     lasted the grace period (ReflectorOptions.HealthGrace, 10 s).
-//   - A loss of touch begins when a watch ends with an error, a watch
-//     closes within the grace period with nothing in it (as a dead server's
-//     do behind a load balancer), or a WatchList closes before its initial
-//     events end. If neither data (an event or bookmark) nor a completed
-//     sync follows within the grace period, health becomes Degraded with
-//     the reason of the latest failure and LastError set, also while a LIST
-//     or WatchList call is still in flight. While a watch is open no such
-//     report is made; if it then closes empty, its open time counts as lost.
-//   - Calls the server answers with a failure (401/403, 404, 429, refused
-//     connections, a failed LIST or watch open, a stale-RV loop, a stall)
-//     make health Degraded at once, as before the grace period existed.
-//   - After a loss of touch, health returns to Synced only when data flows
-//     or a sync completes; a watch that merely opens is not enough. After
-//     a failure that was reported at once, an opened watch is.
+//   - Synced: the store is known to be current: a sync completed, or a
+//     watch is open, and no loss of touch has lasted the grace period
+//     (ReflectorOptions.HealthGrace, 10 s).
+//   - A loss of touch begins when a call fails (a LIST, a WatchList, a
+//     watch request, a LIST page past its retries, the store's Replace or
+//     Resync), a watch ends with an error, a watch closes within the grace
+//     period with nothing in it (as a dead server's do behind a load
+//     balancer), a WatchList closes before its initial events end, or a
+//     request to open a watch is still in flight a grace period after it
+//     began. If neither data (an event or bookmark), a completed sync, nor
+//     a watch that stays open the grace period follows within the grace
+//     period, health becomes Degraded with the reason of the latest failure
+//     and LastError set, also while a LIST, WatchList or watch call is
+//     still in flight. While a watch is open no such report is made; if it
+//     then closes empty, its open time counts as lost.
+//   - Reported at once, because waiting cannot mend them or they have
+//     already lasted long: Forbidden (401/403) and NotFound (404) answers,
+//     a stall, and a stale-RV loop.
+//   - Back to Synced (Syncing before the first sync) when data flows, a
+//     sync completes, or a watch stays open the grace period; after a
+//     stall, which is a watch open and silent, only data, a sync, or the
+//     server ending the re-watch after the grace period will do.
 //   - No false alarms: a watch the server ends at its timeout and that is
 //     re-opened at once, a quiet resource (a watch open for minutes with
-//     nothing in it), a 410 followed by a relist that completes within the
-//     grace period, and a long initial sync stay Synced or Syncing (a
-//     relist after a 410 that takes longer is a loss of touch like any
-//     other).
+//     nothing in it), a 429 or refused connection mended by the next
+//     attempt, a 410 followed by a relist that completes within the grace
+//     period, and a long initial sync stay Synced or Syncing.
+//
+// classify (classify.go) decides which failures do what; cycle_test.go
+// lists them.
 type Health struct {
 	State HealthState
 	// Reason is set when State is Degraded.
@@ -165,25 +171,6 @@ func (h *health) set(state HealthState, reason DegradedReason, err error, now ti
 }
 
 func (h *health) healthy(now time.Time) { h.set(Synced, ReasonNone, nil, now) }
-
-// failed records err, classified, as the reason for being Degraded.
-func (h *health) failed(err error, fallback DegradedReason, now time.Time) {
-	h.set(Degraded, classify(err, fallback), err, now)
-}
-
-func classify(err error, fallback DegradedReason) DegradedReason {
-	switch {
-	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		return ReasonForbidden
-	case apierrors.IsNotFound(err):
-		return ReasonNotFound
-	case apierrors.IsTooManyRequests(err):
-		return ReasonThrottled
-	case utilnet.IsConnectionRefused(err):
-		return ReasonUnreachable
-	}
-	return fallback
-}
 
 // Health returns the Reflector's current health. Safe from any goroutine.
 func (r *Reflector) Health() Health { return r.health.snapshot() }

@@ -27,15 +27,23 @@ var errEmptyWatches = errors.New("watches keep closing without delivering anythi
 // keeps closing before its initial-events-end bookmark.
 var errWatchListIncomplete = errors.New("WatchList closed before its initial-events-end bookmark")
 
+// errWatchOpenBlocked is the LastError of a Reflector whose request to
+// open a watch has been in flight for the grace period (as when the REST
+// client retries TLS handshakes to a server that is gone).
+var errWatchOpenBlocked = errors.New("the request to open a watch has not returned within the health grace period")
+
 // liveness tracks a loss of touch with the server: the Reflector lost its
-// watch (it ended with an error, or closed with nothing in it soon after
-// opening) and has not yet got data or a completed sync back. It reports
-// the loss as Degraded health once it has lasted the grace period. While a
-// watch is open no report is made (the watch may be fine: a quiet resource
-// sends nothing); if that watch ends without having shown that it works,
-// the time it was open counts as lost too, so watches that keep opening and
-// closing empty are reported once the grace period has passed. The loop
-// goroutine owns it.
+// watch (it failed, ended with an error, or closed with nothing in it soon
+// after opening) and has not yet got data or a completed sync back. It
+// reports the loss as Degraded health once it has lasted the grace period.
+// While a watch is open no such report is made; instead a watch that stays
+// open the grace period ends the loss (it works: a quiet resource sends
+// nothing), unless the loss is a stall, which is just such a watch. A
+// watch that ends sooner without having shown that it works adds the time
+// it was open to the loss, so watches that keep opening and closing empty
+// are reported once the grace period has passed. A request to open a
+// watch that is still in flight a grace period after it began is a loss
+// too. The loop goroutine owns it.
 type liveness struct {
 	clock clock.Clock
 	grace time.Duration
@@ -46,14 +54,19 @@ type liveness struct {
 	err    error
 	// reported: the loss has been reported as Degraded health.
 	reported bool
-	timer    clock.Timer
+	// tentative: the loss is only a watch request in flight, forgotten if
+	// the watch opens before the loss is reported.
+	tentative bool
+	// watchOpen: a watch is open; timer, if set, ends its probation.
+	watchOpen bool
+	timer     clock.Timer
 }
 
 // inLoss says whether touch with the server is lost.
 func (l *liveness) inLoss() bool { return !l.since.IsZero() }
 
-// C fires when the loss has lasted the grace period; nil when no report is
-// due (in touch, already reported, or a watch is open).
+// C fires when the loss has lasted the grace period, or when an open
+// watch has passed its probation; nil when nothing is due.
 func (l *liveness) C() <-chan time.Time {
 	if l.timer == nil {
 		return nil
@@ -68,14 +81,42 @@ func (l *liveness) lose(reason DegradedReason, err error, now time.Time) bool {
 	if l.since.IsZero() {
 		l.since = now
 	}
-	l.reason, l.err = reason, err
+	l.reason, l.err, l.tentative = reason, err, false
 	return l.closed(now) || l.reported
 }
 
+// calling is told that a request to open a watch starts at now. If touch
+// is not lost, a tentative loss begins, reported if the request is still
+// in flight a grace period later (with no grace period, a request in
+// flight is not taken for a loss).
+func (l *liveness) calling(now time.Time) {
+	if !l.since.IsZero() || l.grace <= 0 {
+		return
+	}
+	l.since, l.reason, l.err, l.tentative = now, ReasonWatchFailing, errWatchOpenBlocked, true
+	l.arm(l.grace)
+}
+
+// opened is told that a watch opened: no report is made while it is open,
+// and a tentative loss not yet reported is forgotten. Its probation
+// begins: should it stay open the grace period, the loss ends.
+func (l *liveness) opened() {
+	l.watchOpen = true
+	switch {
+	case l.tentative && !l.reported:
+		l.regain()
+	case l.inLoss() && l.reason != ReasonStalled:
+		l.arm(l.grace)
+	default:
+		l.stopTimer()
+	}
+}
+
 // closed is told that the open watch, if any, ended at now without
-// showing that it works. It returns true when the loss has now lasted the grace
-// period and is to be reported.
+// showing that it works. It returns true when the loss has now lasted the
+// grace period and is to be reported.
 func (l *liveness) closed(now time.Time) bool {
+	l.watchOpen = false
 	if l.since.IsZero() || l.reported {
 		return false
 	}
@@ -84,8 +125,7 @@ func (l *liveness) closed(now time.Time) bool {
 		l.report()
 		return true
 	}
-	l.stopTimer()
-	l.timer = l.clock.NewTimer(left)
+	l.arm(left)
 	return false
 }
 
@@ -95,19 +135,22 @@ func (l *liveness) report() {
 	l.reported = true
 }
 
-// opened holds back the report while a watch is open.
-func (l *liveness) opened() { l.stopTimer() }
-
-// regain ends the loss: data flowed or a sync completed. It returns true
-// when the loss had been reported, so that health must change back.
+// regain ends the loss: data flowed, a sync completed, or a watch passed
+// its probation. It returns true when the loss had been reported, so that
+// health must change back.
 func (l *liveness) regain() bool {
 	if l.since.IsZero() {
 		return false
 	}
 	reported := l.reported
 	l.stopTimer()
-	*l = liveness{clock: l.clock, grace: l.grace}
+	*l = liveness{clock: l.clock, grace: l.grace, watchOpen: l.watchOpen}
 	return reported
+}
+
+func (l *liveness) arm(d time.Duration) {
+	l.stopTimer()
+	l.timer = l.clock.NewTimer(d)
 }
 
 func (l *liveness) stopTimer() {
@@ -124,12 +167,24 @@ func (r *Reflector) lostTouch(reason DegradedReason, err error) {
 	r.degradeIf(r.live.lose(reason, err, r.clock.Now()))
 }
 
+// reportLoss records a failure that is reported as Degraded at once.
+func (r *Reflector) reportLoss(reason DegradedReason, err error) {
+	r.live.lose(reason, err, r.clock.Now())
+	r.live.report()
+	r.degradeIf(true)
+}
+
 // watchClosed is told that a watch ended without a failure of its own
 // (the server closed it).
 func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(r.clock.Now())) }
 
-// graceEnded is called when liveness's timer fires.
+// graceEnded is called when liveness's timer fires: an open watch has
+// passed its probation, or the loss has lasted the grace period.
 func (r *Reflector) graceEnded() {
+	if r.live.watchOpen {
+		r.inTouch()
+		return
+	}
 	r.live.report()
 	r.degradeIf(true)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -58,7 +57,8 @@ func (r *Reflector) newPageRetry() pageRetry {
 // retried: err is not transient, or the page failed too often; and false
 // when ctx ends during the wait.
 func (p *pageRetry) wait(ctx context.Context, err error) bool {
-	if p.fails >= p.limit || !isTransientListError(err) || ctx.Err() != nil {
+	o := classify(atListPage, err, facts{})
+	if p.fails >= p.limit || o.next != stepRetryPage || ctx.Err() != nil {
 		return false
 	}
 	if p.streak == nil {
@@ -68,7 +68,7 @@ func (p *pageRetry) wait(ctx context.Context, err error) bool {
 		p.rand = rand.New(rand.NewPCG(p.seed[0], p.seed[1]))
 	}
 	p.fails++
-	d := stretchToRetryAfter(p.streak.next(p.clock.Now(), p.rand.Float64()), err)
+	d := max(p.streak.next(p.clock.Now(), p.rand.Float64()), o.retryAfter)
 	return sleepOn(ctx, p.clock, d)
 }
 
@@ -96,16 +96,4 @@ func isTransientListError(err error) bool {
 	}
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && status.Status().Code >= 500
-}
-
-// stretchToRetryAfter lengthens d to the delay a 429 err asks for with
-// Retry-After, if that is longer.
-func stretchToRetryAfter(d time.Duration, err error) time.Duration {
-	if !apierrors.IsTooManyRequests(err) {
-		return d
-	}
-	if secs, ok := apierrors.SuggestsClientDelay(err); ok {
-		d = max(d, time.Duration(secs)*time.Second)
-	}
-	return d
 }

@@ -81,14 +81,15 @@ type ReflectorOptions struct {
 	// requested with (the server should have closed it). Zero means 3
 	// minutes; negative turns detection off.
 	StallWindow time.Duration
-	// HealthGrace is how long the Reflector may go without a working watch
-	// after losing one (it ended with an error, or watches keep closing with
-	// nothing in them) before Health turns Degraded, also while a LIST or
-	// WatchList call is still in flight. Zero means 10 s: long enough for
-	// a re-watch or relist through the first few backoff delays on a
-	// healthy server, short against the outages that leave a store behind
-	// (a black-holed connection is noticed about 45 s in, and the relist
-	// may then sit 20-100 s in one call). Negative reports a loss at once.
+	// HealthGrace is how long the Reflector may be out of touch with the
+	// server (a call failed, a watch ended badly or came back empty, a
+	// watch request is still in flight) before Health turns Degraded, also
+	// while a LIST or WatchList call is still in flight; see Health for
+	// the whole contract. Zero means 10 s: long enough for a re-watch or
+	// relist through the first few backoff delays on a healthy server,
+	// short against the outages that leave a store behind (a black-holed
+	// connection is noticed about 45 s in, and the relist may then sit
+	// 20-100 s in one call). Negative reports a loss at once.
 	HealthGrace time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes. It runs on the
@@ -125,7 +126,9 @@ type Reflector struct {
 	ShouldResync func() bool
 	// MaxInternalErrorRetryDuration is how long a watch failing with internal
 	// (500) errors is re-opened from the same resourceVersion before the
-	// Reflector relists instead. Zero never retries.
+	// Reflector relists instead. Zero never retries. A watch that had
+	// delivered events is re-opened at once, as in client-go; one that had
+	// not, after a backoff delay.
 	MaxInternalErrorRetryDuration time.Duration
 
 	name            string
@@ -152,25 +155,17 @@ type Reflector struct {
 	stats statsRecorder
 	// metrics receives a run's metrics; nil for none.
 	metrics ReflectorMetricsProvider
-	// listCause is why the next sync happens; the loop goroutine sets it
-	// wherever a watch or sync ends (see stats.go).
+	// listCause is why the next sync happens: set by cycle.apply on a
+	// failure and by cycle.synced (see causes.go).
 	listCause ListCause
 	// pos is the resume position; the loop goroutine owns it (see rv.go).
 	pos resumePosition
 	// stale counts watches failing at one RV (see selfheal.go).
 	stale          staleStreak
 	staleThreshold int
-	// watchListMemory and watchListOffUntil remember a WatchList refusal.
-	watchListMemory   time.Duration
-	watchListOffUntil time.Time
-	stallWindow       time.Duration
-	// serverSendsBookmarks: a watch has delivered a bookmark, so every
-	// watch from now on is expected to end by its requested timeout.
-	serverSendsBookmarks bool
-	// pagedAtRV0 remembers that the server paged a LIST at RV "0", which
-	// means it has no watch cache: later relists then keep paging.
-	pagedAtRV0   bool
-	useWatchList bool
+	stallWindow    time.Duration
+	// server is what the Reflector has learned about the server.
+	server serverFacts
 }
 
 // NewReflector creates a Reflector named after the caller's file:line.
@@ -195,19 +190,22 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	mustBeSet(store, "store")
 	o := options.withDefaults(expectedType)
 	return &Reflector{
-		name:              o.Name,
-		typeDescription:   o.TypeDescription,
-		expectedType:      reflect.TypeOf(expectedType),
-		expectedGVK:       expectedGVKOf(expectedType),
-		store:             store,
-		lw:                ToListerWatcherWithContext(lw),
-		logger:            klog.LoggerWithName(o.logger(), o.Name),
-		clock:             o.Clock,
-		rand:              o.Rand,
-		resyncPeriod:      o.ResyncPeriod,
-		minWatchTimeout:   max(o.MinWatchTimeout, defaultMinWatchTimeout),
-		backoff:           newBackoff(o.backoff(), defaultBackoffReset),
-		useWatchList:      (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
+		name:            o.Name,
+		typeDescription: o.TypeDescription,
+		expectedType:    reflect.TypeOf(expectedType),
+		expectedGVK:     expectedGVKOf(expectedType),
+		store:           store,
+		lw:              ToListerWatcherWithContext(lw),
+		logger:          klog.LoggerWithName(o.logger(), o.Name),
+		clock:           o.Clock,
+		rand:            o.Rand,
+		resyncPeriod:    o.ResyncPeriod,
+		minWatchTimeout: max(o.MinWatchTimeout, defaultMinWatchTimeout),
+		backoff:         newBackoff(o.backoff(), defaultBackoffReset),
+		server: serverFacts{
+			watchList:       (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
+			watchListMemory: o.WatchListRefusalMemory,
+		},
 		watchErrorHandler: o.WatchErrorHandler,
 		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
 		live:              liveness{clock: o.Clock, grace: o.HealthGrace},
@@ -215,7 +213,6 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
 		staleThreshold:    o.StaleRVThreshold,
-		watchListMemory:   o.WatchListRefusalMemory,
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
 	}
@@ -328,11 +325,11 @@ func (r *Reflector) RunWithContext(ctx context.Context) {
 	}
 	defer r.live.stopTimer()
 	for ctx.Err() == nil {
-		err := r.ListAndWatchWithContext(ctx)
+		retryAfter, err := r.listAndWatch(ctx)
 		if err != nil {
 			r.watchErrorHandler(ctx, r, err)
 		}
-		if !r.sleep(ctx, r.delayAfter(err)) {
+		if !r.sleep(ctx, max(r.nextBackoff(), retryAfter)) {
 			return
 		}
 	}
@@ -357,13 +354,21 @@ func (r *Reflector) ListAndWatch(stopCh <-chan struct{}) error {
 // (err == io.EOF) or type-assert it. Called on its own (not from Run), it
 // opens and deletes its own metrics.
 func (r *Reflector) ListAndWatchWithContext(ctx context.Context) error {
+	_, err := r.listAndWatch(ctx)
+	return err
+}
+
+// listAndWatch runs one cycle and returns the delay the server asked for
+// with the failure that ended it (if any) and its error.
+func (r *Reflector) listAndWatch(ctx context.Context) (time.Duration, error) {
 	r.loggerFor(ctx).V(3).Info("Listing and watching", "type", r.typeDescription, "reflector", r.name)
 	r.stats.begin(r.clock.Now())
 	if r.stats.openMetrics(r.metrics, r.name) {
 		defer r.stats.closeMetrics()
 	}
 	c := newCycle(ctx, r)
-	return c.run(ctx)
+	err := c.run(ctx)
+	return c.retryAfter, err
 }
 
 // reachedServer is told that the server has just served this Reflector: a

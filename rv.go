@@ -7,7 +7,8 @@ import "sync"
 // goroutines read published (LastSyncResourceVersion) under mu.
 //
 // The position moves forward in exactly one place, advance, and is reset
-// by a successful list in one other, synced. Publishing is
+// by a successful list in one other, synced. Whether the server can serve
+// it is set by markUnavailable and cleared by served and synced. Publishing is
 // separate and batched (publish), so a burst of watch events costs one lock.
 type resumePosition struct {
 	// last is the newest resourceVersion the store has been brought to.
@@ -49,6 +50,12 @@ func (p *resumePosition) publish() {
 // markUnavailable records that the server no longer (or not yet) serves
 // the last resourceVersion.
 func (p *resumePosition) markUnavailable() { p.unavailable = true }
+
+// served records that the server answered a LIST or WatchList asked for
+// at listRV or watchListRV: the last resourceVersion is no longer known to
+// be unavailable. As in client-go, this holds even if the store then
+// refuses the result, so the next attempt asks for last again.
+func (p *resumePosition) served() { p.unavailable = false }
 
 // synced records a successful list or WatchList at rv.
 // The position is set to rv, whatever it was: a list defines the state.

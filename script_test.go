@@ -23,10 +23,12 @@ type listReply struct {
 	delay time.Duration
 }
 
-// watchReply is what it answers to one WATCH: an error, or a watch that
-// delivers events and then closes (after closeAfter), ends with an error
-// event, or stays open forever (hang).
+// watchReply is what it answers to one WATCH, after delay (a call that
+// blocks; the caller's context ending cuts it short): an error, or a watch
+// that delivers events and then closes (after closeAfter), ends with an
+// error event, or stays open forever (hang).
 type watchReply struct {
+	delay      time.Duration
 	err        error
 	events     []watch.Event
 	closeAfter time.Duration
@@ -94,6 +96,13 @@ func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (
 	r := s.watches[0]
 	s.watches = s.watches[1:]
 	s.mu.Unlock()
+	if r.delay > 0 {
+		select {
+		case <-time.After(r.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -1,11 +1,6 @@
 package cache
 
-import (
-	"errors"
-	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-)
+import "errors"
 
 // defaultStaleRVThreshold is how many watches in a row may end on an
 // unusable resourceVersion (expired, too large, or closed at once) at the
@@ -45,43 +40,4 @@ func (r *Reflector) observeWatchEnd(rv string, stale bool) bool {
 	}
 	r.stale = staleStreak{}
 	return true
-}
-
-// breakStaleLoop makes the next list a consistent read and says why.
-func (c *cycle) breakStaleLoop(rv string, err error) {
-	c.r.pos.markUnavailable()
-	c.r.listCause = ListStaleRVBreaker
-	c.logger.Info("Watches keep failing at the same resourceVersion; relisting with a consistent read", "reflector", c.r.name, "resourceVersion", rv, "err", err)
-	c.r.health.set(Degraded, ReasonStaleRVLoop, err, c.r.clock.Now())
-}
-
-// definitiveWatchListRefusal: the server answered a WatchList request in a
-// way that will not change on a retry (it does not know the parameters).
-func definitiveWatchListRefusal(err error) bool {
-	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err) ||
-		apierrors.IsNotAcceptable(err) || apierrors.ReasonForError(err) == "NotImplemented"
-}
-
-// rememberWatchListRefusal stops asking for WatchList for the configured
-// time (forever by default) after a definitive refusal.
-func (r *Reflector) rememberWatchListRefusal(err error, now time.Time) {
-	if r.watchListMemory < 0 || !definitiveWatchListRefusal(err) {
-		return
-	}
-	if r.watchListMemory == 0 {
-		r.useWatchList = false
-		return
-	}
-	r.watchListOffUntil = now.Add(r.watchListMemory)
-}
-
-// wantsWatchList says whether the next cycle starts with WatchList.
-func (r *Reflector) wantsWatchList(now time.Time) bool {
-	return r.useWatchList && !now.Before(r.watchListOffUntil)
-}
-
-// delayAfter is the backoff delay before retrying after err, stretched to
-// the server's Retry-After when a 429 carries one.
-func (r *Reflector) delayAfter(err error) time.Duration {
-	return stretchToRetryAfter(r.nextBackoff(), err)
 }

@@ -48,7 +48,7 @@ type streamer struct {
 func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
 	s := &streamer{c: c, w: w, start: c.wStart}
 	s.stall = stallDetector{clock: c.r.clock, window: c.r.stallWindow}
-	if c.r.serverSendsBookmarks && c.wTimeout > 0 {
+	if c.r.server.sendsBookmarks && c.wTimeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
 		// watches at the timeout they asked for.
 		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
@@ -80,6 +80,8 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 			if err := s.stall.stalled(); err != nil {
 				return s.endReached, err
 			}
+		case <-s.c.r.live.C():
+			s.c.r.graceEnded()
 		case <-s.resyncC():
 			if err := s.c.resync.fire(s.c.r.store, s.c.r.ShouldResync); err != nil {
 				return s.endReached, err
@@ -102,7 +104,9 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 func (s *streamer) sawBurst() {
 	bookmark := s.batch.hasBookmark()
 	s.stall.activity(bookmark)
-	s.c.r.serverSendsBookmarks = s.c.r.serverSendsBookmarks || bookmark
+	if bookmark {
+		s.c.r.server.sawBookmark()
+	}
 }
 
 // endBurst publishes what a burst of events changed: the resume position

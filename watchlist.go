@@ -28,8 +28,7 @@ func (c *cycle) watchList(ctx context.Context) phase {
 // again when another attempt should follow.
 func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	r := c.r
-	cause := r.takeListCause()
-	r.stats.watchListed(cause)
+	r.stats.watchListed(r.listCause)
 	opts := metav1.ListOptions{
 		ResourceVersion:      r.pos.watchListRV(),
 		AllowWatchBookmarks:  true,
@@ -47,7 +46,8 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 	if err == nil {
 		at = atWatchListStream
 		r.stats.watchOpened()
-		r.live.opened()
+		// No live.opened(): a WatchList shows it works by its events, and
+		// one that stays silent after a loss is reported like any call.
 		s := newStreamer(c, w, true)
 		var complete bool
 		if complete, err = s.run(ctx); err == nil && complete {
@@ -74,7 +74,7 @@ func (c *cycle) afterWatchList(ctx context.Context, at where, err error) (next p
 	if at == atWatchListStream && err == nil {
 		c.incomplete++
 	}
-	o := classifyWatch(at, err, watchFacts{gaveUp: c.incomplete >= maxIncompleteWatchLists})
+	o := classify(at, err, facts{gaveUp: c.incomplete >= maxIncompleteWatchLists})
 	c.apply(o, "", err)
 	switch o.next {
 	case stepRewatch:
@@ -98,12 +98,13 @@ func (c *cycle) afterWatchList(ctx context.Context, at where, err error) (next p
 // open as the cycle's watch. If Replace fails the cycle falls back to LIST.
 func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start time.Time) phase {
 	rv := initial.resourceVersion
-	c.r.pos.unavailable = false
+	c.r.pos.served()
 	items := initial.take()
 	if err := c.r.store.Replace(items, rv); err != nil {
 		w.Stop()
-		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST.", "reflector", c.r.name, "err", fmt.Errorf("unable to sync watch-list result: %w", err))
-		c.r.listCause = ListRetry
+		err = fmt.Errorf("unable to sync watch-list result: %w", err)
+		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST.", "reflector", c.r.name, "err", err)
+		c.apply(classify(atWatchListReplace, err, facts{}), rv, err)
 		return phaseList
 	}
 	c.synced(rv, len(items), start)

@@ -1,0 +1,193 @@
+package cache
+
+import (
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// classify decides, in one place, what a failure at w with err means:
+// the next step, the stats labels, the effect on Health, the stale-RV
+// streak and the backoff. cycle_test.go lists every case; it is the
+// answer to "what happens after X?".
+func classify(w where, err error, f facts) outcome {
+	switch w {
+	case atList:
+		return listOutcome(err, f)
+	case atListPage:
+		return pageOutcome(err)
+	case atListReplace, atWatchListReplace:
+		return replaceOutcome(w)
+	}
+	o := outcome{end: watchEndCause(err), reached: isRVUnavailable(err), streak: streakReset}
+	if staleRVFailure(err) {
+		o.streak = streakCount
+	}
+	o.relist = relistCause(o.end)
+	o.retryAfter = retryAfter(err)
+	switch w {
+	case atWatchOpen:
+		return openOutcome(o, err)
+	case atWatchStream:
+		return streamOutcome(o, err, f)
+	case atResync:
+		return resyncOutcome(o)
+	}
+	return watchListOutcome(o, w, err, f)
+}
+
+// failing sets o's health effect and reason for err, a failure the
+// Reflector retries: reported at once when waiting cannot mend it (the
+// request is forbidden or the resource not served), else a loss of touch,
+// reported if it lasts the grace period.
+func failing(o outcome, err error, fallback DegradedReason) outcome {
+	o.reason = reasonFor(err, fallback)
+	o.health = healthLoss
+	if o.reason == ReasonForbidden || o.reason == ReasonNotFound {
+		o.health = healthNow
+	}
+	return o
+}
+
+// listOutcome: a LIST at an unusable resourceVersion is repeated at once
+// at the latest; any other failure ends the cycle, and Run backs off.
+func listOutcome(err error, f facts) outcome {
+	if f.listRV != "" && (isRVUnavailable(err) || rvRejected(f.listRV, err)) {
+		// Compacted away, not reached yet, or not one the server
+		// understands: read the latest.
+		return outcome{next: stepListLatest, relist: unavailableCause(err), reached: true, forgetRV: true}
+	}
+	o := outcome{next: stepFail, relist: ListRetry, retryAfter: retryAfter(err)}
+	return failing(o, err, ReasonListFailing)
+}
+
+// pageOutcome: a page that failed in a transient way is asked for again;
+// the LIST fails on any other error. The LIST's own outcome, if it fails,
+// is decided at atList; a page has no other effect.
+func pageOutcome(err error) outcome {
+	if !isTransientListError(err) {
+		return outcome{next: stepFail}
+	}
+	return outcome{next: stepRetryPage, retryAfter: retryAfter(err)}
+}
+
+// replaceOutcome: the store refused the synced state. After a LIST the
+// cycle ends with the error; after a WatchList the cycle LISTs instead.
+func replaceOutcome(w where) outcome {
+	o := outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}
+	if w == atWatchListReplace {
+		o.next = stepListInstead
+	}
+	return o
+}
+
+// resyncOutcome completes o for a store Resync that failed: the cycle
+// ends, and the next one relists.
+func resyncOutcome(o outcome) outcome {
+	// A store failure says nothing about the resourceVersion.
+	o.next, o.streak = stepRelist, streakKeep
+	o.health, o.reason = healthLoss, ReasonWatchFailing
+	return o
+}
+
+// openOutcome completes o for a WATCH request that failed: throttling and
+// refused connections back off and try again; anything else relists.
+func openOutcome(o outcome, err error) outcome {
+	if isWatchOpenRetriable(err) {
+		o.next, o.streak = stepBackoffRewatch, streakKeep
+		return failing(o, err, ReasonThrottled)
+	}
+	o.next = stepRelist
+	return failing(o, err, ReasonWatchFailing)
+}
+
+// streamOutcome completes o for an open watch that ended with err.
+func streamOutcome(o outcome, err error, f facts) outcome {
+	var short *VeryShortWatchError
+	switch {
+	case err == nil:
+		o.next = stepRewatch
+		if f.empty {
+			o.health, o.reason = healthLoss, ReasonWatchFailing
+		}
+		return o
+	case errors.Is(err, errStoreResync):
+		return resyncOutcome(o)
+	case errors.Is(err, ErrWatchStalled):
+		// Silent for the stall window: the loss is already that old.
+		o.next, o.health, o.reason = stepRewatch, healthNow, ReasonStalled
+		return o
+	case isRVUnavailable(err), errors.As(err, &short):
+		// The watch is lost until the relist completes: a relist that
+		// blocks is reported after the grace period.
+		o.next = stepRelist
+	case apierrors.IsTooManyRequests(err):
+		o.next = stepBackoffRewatch
+	case apierrors.IsInternalError(err) && f.internalRetry:
+		// client-go re-watches at once; a watch that failed before it
+		// delivered anything waits first, so a server that fails every
+		// watch is not asked again in a tight loop.
+		o.next = stepRewatch
+		if !f.delivered {
+			o.next = stepBackoffRewatch
+		}
+	default:
+		o.next = stepRelist
+	}
+	return failing(o, err, ReasonWatchFailing)
+}
+
+// watchListOutcome completes o for a WatchList that failed to open (w is
+// atWatchListOpen) or ended before its initial events did. Throttling and
+// refused connections back off and try again, as does a stream closed
+// early until the cycle gives up on those; an unavailable RV tries again
+// at once from the latest; anything else LISTs instead. The stale-RV
+// streak is for watches only.
+func watchListOutcome(o outcome, w where, err error, f facts) outcome {
+	o.streak, o.relist = streakKeep, ListRetry
+	switch {
+	case err == nil && f.gaveUp:
+		o.next, o.relist = stepListInstead, ListWatchListFallback
+		o.health, o.reason = healthLoss, ReasonListFailing
+	case err == nil:
+		o.next, o.health, o.reason = stepBackoffRewatch, healthLoss, ReasonListFailing
+	case isWatchOpenRetriable(err):
+		o.next = stepBackoffRewatch
+		o = failing(o, err, ReasonThrottled)
+	case isRVUnavailable(err):
+		o.next, o.relist, o.forgetRV = stepRewatch, relistCause(o.end), true
+	default:
+		o.next, o.relist = stepListInstead, ListWatchListFallback
+		if w == atWatchListStream {
+			o = failing(o, err, ReasonListFailing)
+		}
+	}
+	return o
+}
+
+// retryAfter is the delay a 429 err asks for with Retry-After; zero for
+// other errors.
+func retryAfter(err error) time.Duration {
+	if secs, ok := apierrors.SuggestsClientDelay(err); ok && apierrors.IsTooManyRequests(err) {
+		return time.Duration(secs) * time.Second
+	}
+	return 0
+}
+
+// reasonFor is the DegradedReason err gives, or fallback when err says
+// nothing more specific.
+func reasonFor(err error, fallback DegradedReason) DegradedReason {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return ReasonForbidden
+	case apierrors.IsNotFound(err):
+		return ReasonNotFound
+	case apierrors.IsTooManyRequests(err):
+		return ReasonThrottled
+	case utilnet.IsConnectionRefused(err):
+		return ReasonUnreachable
+	}
+	return fallback
+}
