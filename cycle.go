@@ -43,10 +43,9 @@ type cycle struct {
 	// wStart is when w was requested (for the very-short-watch rule), or,
 	// for a WatchList's watch, when its initial events were Replaced.
 	wStart time.Time
-	// fromSynthetic: w started at RV "" or "0", so it opens with synthetic
-	// ADDED events in no particular order; RVs are not propagated until a
-	// non-ADDED event shows that phase is over.
-	fromSynthetic bool
+	// wMode is the mode w's stream starts in: modeSynthetic if w started at
+	// RV "" or "0" (it opens with synthetic ADDED events), else modeLive.
+	wMode streamMode
 	// incomplete counts this cycle's WatchLists that the server closed
 	// before their initial-events-end bookmark.
 	incomplete uint8
@@ -221,7 +220,10 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		TimeoutSeconds:      c.r.watchTimeout(),
 		AllowWatchBookmarks: true,
 	}
-	c.fromSynthetic = opts.ResourceVersion == "" || opts.ResourceVersion == "0"
+	c.wMode = modeLive
+	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
+		c.wMode = modeSynthetic
+	}
 	c.requested(opts)
 	c.r.live.calling(c.wStart)
 	w, err, ok := c.startWatch(ctx, opts)
@@ -289,6 +291,24 @@ func (c *cycle) flowing() {
 	c.r.inTouch()
 }
 
+// The rest of streamOwner: what a stream of the cycle's learns or waits on.
+func (c *cycle) sawBookmark()              { c.r.server.sawBookmark() }
+func (c *cycle) resyncC() <-chan time.Time { return c.resync.C() }
+func (c *cycle) resyncStore() error        { return c.resync.fire(c.r.store, c.r.ShouldResync) }
+func (c *cycle) liveC() <-chan time.Time   { return c.r.live.C() }
+func (c *cycle) graceEnded()               { c.r.graceEnded() }
+func (c *cycle) log() klog.Logger          { return c.logger }
+
+// published publishes what a burst of events changed: the resume position
+// and the stats.
+func (c *cycle) published(b *eventBatch) {
+	r := c.r
+	r.pos.publish()
+	if *b != (eventBatch{}) {
+		r.stats.flush(b, r.pos.last, r.clock.Now())
+	}
+}
+
 // resyncNow runs a due resync; false ends the cycle after a store error.
 func (c *cycle) resyncNow() bool {
 	c.logger.V(4).Info("Forcing resync", "reflector", c.r.name)
@@ -324,7 +344,7 @@ func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration
 // stream runs phaseStream, then carries out what the way the watch ended
 // means (see classify) and follows its next step.
 func (c *cycle) stream(ctx context.Context) phase {
-	s := newStreamer(c, c.w, false)
+	s := c.streamerFor(c.w, c.wMode)
 	startRV := c.r.pos.watchRV()
 	_, err := s.run(ctx)
 	c.stopWatch()

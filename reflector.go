@@ -111,6 +111,15 @@ type ReflectorOptions struct {
 	Metrics ReflectorMetricsProvider
 }
 
+// subject is what a Reflector reflects: its name and type description (for
+// logs), and the Go type and GVK events must have to reach the store.
+type subject struct {
+	name            string
+	typeDescription string
+	expectedType    reflect.Type
+	expectedGVK     *schema.GroupVersionKind
+}
+
 // Reflector watches a resource and reflects every change into a store.
 // Create it with NewReflector, NewNamedReflector or NewReflectorWithOptions
 // and start it with Run or RunWithContext. Exported fields must be set before
@@ -131,12 +140,11 @@ type Reflector struct {
 	// not, after a backoff delay.
 	MaxInternalErrorRetryDuration time.Duration
 
-	name            string
-	typeDescription string
-	expectedType    reflect.Type
-	expectedGVK     *schema.GroupVersionKind
+	subject
 
-	store  ReflectorStore
+	store ReflectorStore
+	// hooks are store's optional interfaces.
+	hooks  storeHooks
 	lw     ListerWatcherWithContext
 	logger klog.Logger
 	clock  clock.Clock
@@ -190,11 +198,14 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	mustBeSet(store, "store")
 	o := options.withDefaults(expectedType)
 	return &Reflector{
-		name:            o.Name,
-		typeDescription: o.TypeDescription,
-		expectedType:    reflect.TypeOf(expectedType),
-		expectedGVK:     expectedGVKOf(expectedType),
+		subject: subject{
+			name:            o.Name,
+			typeDescription: o.TypeDescription,
+			expectedType:    reflect.TypeOf(expectedType),
+			expectedGVK:     expectedGVKOf(expectedType),
+		},
 		store:           store,
+		hooks:           hooksOf(store),
 		lw:              ToListerWatcherWithContext(lw),
 		logger:          klog.LoggerWithName(o.logger(), o.Name),
 		clock:           o.Clock,

@@ -21,46 +21,121 @@ import (
 // well under a millisecond, so stopping and timers are not held up.
 const burst = 256
 
-// streamer applies the events of one watch. In WatchList mode (initial
-// non-nil) it gathers the initial events instead of writing to the store,
-// and returns at the initial-events-end bookmark leaving the watch open.
-type streamer struct {
-	c       *cycle
-	w       watch.Interface
-	start   time.Time
-	events  int
-	initial *initialEvents
-	// endReached: the initial-events-end bookmark has been seen.
-	endReached bool
-	// pastSynthetic: an event other than ADDED has arrived, so the watch is
-	// past any synthetic ADDED events and RVs may propagate.
-	pastSynthetic bool
-	// sink receives ADDED, MODIFIED and DELETED events: the store, or in
-	// WatchList mode the initial-events buffer.
-	sink      eventSink
-	rvUpdater ResourceVersionUpdater
-	bookmarks ReflectorBookmarkStore
-	stall     stallDetector
-	// batch counts the events of the current burst for the stats.
-	batch eventBatch
+// streamMode is where a stream is in the life of its watch. It decides
+// where accepted events go and whether their resourceVersions are tracked.
+type streamMode uint8
+
+const (
+	// modeLive: events go to the store and move the resume position.
+	modeLive streamMode = iota
+	// modeSynthetic: a watch from RV "" or "0" is still in the synthetic
+	// ADDED events that open it, in no particular order: events go to the
+	// store, but their RVs are not tracked until a non-ADDED event shows
+	// that phase is over (then modeLive).
+	modeSynthetic
+	// modeGathering: a WatchList's initial ADDED events are gathered, not
+	// stored, and their RVs not read (then modeGatheringTracked).
+	modeGathering
+	// modeGatheringTracked: a WatchList past its first non-ADDED event:
+	// events are gathered and the last RV is kept for the Replace.
+	modeGatheringTracked
+	// modeInitialEnded: the initial-events-end bookmark arrived; the
+	// stream returns, leaving the watch open.
+	modeInitialEnded
+)
+
+// pastAdded is the mode after an event other than ADDED.
+func (m streamMode) pastAdded() streamMode {
+	switch m {
+	case modeSynthetic:
+		return modeLive
+	case modeGathering:
+		return modeGatheringTracked
+	}
+	return m
 }
 
-func newStreamer(c *cycle, w watch.Interface, watchList bool) *streamer {
-	s := &streamer{c: c, w: w, start: c.wStart}
-	s.stall = stallDetector{clock: c.r.clock, window: c.r.stallWindow}
-	if c.r.server.sendsBookmarks && c.wTimeout > 0 {
+// gathering: events go to the initial-events buffer, not the store.
+func (m streamMode) gathering() bool { return m >= modeGathering }
+
+// streamOwner is what a stream tells about what it sees, and asks to run
+// what is not the stream's own: its cycle.
+type streamOwner interface {
+	// flowing is told that a burst of events was applied.
+	flowing()
+	// published is told, after each burst, what the burst counted (b may
+	// be empty), so that the resume position and the stats are published.
+	published(b *eventBatch)
+	// sawBookmark is told that the watch delivered a bookmark.
+	sawBookmark()
+	// resyncC fires when a resync is due; resyncStore runs it.
+	resyncC() <-chan time.Time
+	resyncStore() error
+	// liveC fires when the loss-of-touch timer is due; graceEnded runs it.
+	liveC() <-chan time.Time
+	graceEnded()
+	// log is the logger of the stream's run.
+	log() klog.Logger
+}
+
+// streamer applies the events of one watch. In WatchList mode it gathers
+// the initial events instead of writing to the store, and returns at the
+// initial-events-end bookmark leaving the watch open. It works only with
+// what its cycle hands it: the watch, the store, the resume position, what
+// it checks events against, and an owner to tell.
+type streamer struct {
+	owner  streamOwner
+	w      watch.Interface
+	start  time.Time
+	events int
+	// initial gathers a WatchList's initial events; nil otherwise.
+	initial *initialEvents
+	// sink receives ADDED, MODIFIED and DELETED events: the store, or in
+	// WatchList mode the initial-events buffer.
+	sink    eventSink
+	hooks   *storeHooks
+	pos     *resumePosition
+	subject *subject
+	// stall's clock is the Reflector's, which the stream also reads.
+	stall stallDetector
+	// batch counts the events of the current burst for the stats.
+	batch eventBatch
+	// mode follows batch, in its padding.
+	mode streamMode
+}
+
+// storeHooks are the optional interfaces of a Reflector's store, found
+// once: the store a Reflector writes to never changes.
+type storeHooks struct {
+	rvUpdater ResourceVersionUpdater
+	bookmarks ReflectorBookmarkStore
+}
+
+func hooksOf(store ReflectorStore) storeHooks {
+	var h storeHooks
+	h.rvUpdater, _ = store.(ResourceVersionUpdater)
+	h.bookmarks, _ = store.(ReflectorBookmarkStore)
+	return h
+}
+
+// streamerFor hands the cycle's watch w, in mode, to a new streamer.
+func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
+	r := c.r
+	s := &streamer{
+		owner: c, w: w, mode: mode, start: c.wStart,
+		hooks: &r.hooks, pos: &r.pos, subject: &r.subject,
+		stall: stallDetector{clock: r.clock, window: r.stallWindow},
+	}
+	if r.server.sendsBookmarks && c.wTimeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
 		// watches at the timeout they asked for.
 		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
 	}
-	if watchList {
-		s.initial = newInitialEvents(c.r.store)
+	s.sink = r.store
+	if mode.gathering() {
+		s.initial = newInitialEvents(r.store)
 		s.sink = s.initial
-		return s
 	}
-	s.sink = c.r.store
-	s.rvUpdater, _ = c.r.store.(ResourceVersionUpdater)
-	s.bookmarks, _ = c.r.store.(ReflectorBookmarkStore)
 	return s
 }
 
@@ -75,49 +150,46 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return s.endReached, errStopRequested
+			return s.ended(), errStopRequested
 		case <-s.stall.C():
 			if err := s.stall.stalled(); err != nil {
-				return s.endReached, err
+				return s.ended(), err
 			}
-		case <-s.c.r.live.C():
-			s.c.r.graceEnded()
+		case <-s.owner.liveC():
+			s.owner.graceEnded()
 		case <-s.resyncC():
-			if err := s.c.resync.fire(s.c.r.store, s.c.r.ShouldResync); err != nil {
-				return s.endReached, err
+			if err := s.owner.resyncStore(); err != nil {
+				return s.ended(), err
 			}
 		case ev, open := <-ch:
 			done, err := s.drain(ev, open, ch)
 			s.sawBurst()
 			if done || err != nil {
-				return s.endReached, err
+				return s.ended(), err
 			}
 			s.endBurst()
-			s.c.flowing()
+			s.owner.flowing()
 		}
 	}
 }
 
-// sawBurst tells the stall detector about the burst just applied and
-// remembers that the server sends bookmarks if the burst carried one (the
-// initial-events-end bookmark included).
+// ended says whether the initial-events-end bookmark has arrived.
+func (s *streamer) ended() bool { return s.mode == modeInitialEnded }
+
+// sawBurst tells the stall detector about the burst just applied, and the
+// owner if the burst carried a bookmark (the initial-events-end one
+// included).
 func (s *streamer) sawBurst() {
 	bookmark := s.batch.hasBookmark()
 	s.stall.activity(bookmark)
 	if bookmark {
-		s.c.r.server.sawBookmark()
+		s.owner.sawBookmark()
 	}
 }
 
 // endBurst publishes what a burst of events changed: the resume position
 // and the stats.
-func (s *streamer) endBurst() {
-	r := s.c.r
-	r.pos.publish()
-	if s.batch != (eventBatch{}) {
-		r.stats.flush(&s.batch, r.pos.last, r.clock.Now())
-	}
-}
+func (s *streamer) endBurst() { s.owner.published(&s.batch) }
 
 // drain applies ev and then up to burst events that are already queued.
 func (s *streamer) drain(ev watch.Event, open bool, ch <-chan watch.Event) (bool, error) {
@@ -125,7 +197,7 @@ func (s *streamer) drain(ev watch.Event, open bool, ch <-chan watch.Event) (bool
 		if !open {
 			return true, s.closed()
 		}
-		if err := s.apply(ev); err != nil || s.endReached {
+		if err := s.apply(ev); err != nil || s.ended() {
 			return true, err
 		}
 		if i == burst {
@@ -139,19 +211,20 @@ func (s *streamer) drain(ev watch.Event, open bool, ch <-chan watch.Event) (bool
 	}
 }
 
+// resyncC fires when a resync is due; never while gathering.
 func (s *streamer) resyncC() <-chan time.Time {
-	if s.initial != nil {
+	if s.mode.gathering() {
 		return nil
 	}
-	return s.c.resync.C()
+	return s.owner.resyncC()
 }
 
 // closed classifies a watch the server closed.
 func (s *streamer) closed() error {
-	if s.events == 0 && s.c.r.clock.Since(s.start) < time.Second {
-		return &VeryShortWatchError{Name: s.c.r.name}
+	if s.events == 0 && s.stall.clock.Since(s.start) < time.Second {
+		return &VeryShortWatchError{Name: s.subject.name}
 	}
-	s.c.logger.V(4).Info("Watch close", "reflector", s.c.r.name, "type", s.c.r.typeDescription, "totalItems", s.events)
+	s.owner.log().V(4).Info("Watch close", "reflector", s.subject.name, "type", s.subject.typeDescription, "totalItems", s.events)
 	return nil
 }
 
@@ -161,9 +234,9 @@ func (s *streamer) apply(ev watch.Event) error {
 	if ev.Type == watch.Error {
 		s.batch.count(idxError)
 		if isNilObject(ev.Object) {
-			return fmt.Errorf("watch of %v: %w: ERROR event without a status", s.c.r.typeDescription, ErrUnexpectedObject)
+			return fmt.Errorf("watch of %v: %w: ERROR event without a status", s.subject.typeDescription, ErrUnexpectedObject)
 		}
-		return fmt.Errorf("watch of %v: %w", s.c.r.typeDescription, apierrors.FromObject(ev.Object))
+		return fmt.Errorf("watch of %v: %w", s.subject.typeDescription, apierrors.FromObject(ev.Object))
 	}
 	obj, ok := s.accept(ev)
 	if !ok {
@@ -177,29 +250,27 @@ func (s *streamer) apply(ev watch.Event) error {
 }
 
 // track records obj's resourceVersion once the watch is past any
-// synthetic ADDED events: in WatchList mode as the RV the initial state
-// will be Replaced at, otherwise as the resume position (and for a
+// synthetic ADDED events: while gathering as the RV the initial state will
+// be Replaced at, otherwise as the resume position (and for a
 // ResourceVersionUpdater store). Before that the RV is not read at all, so
 // the initial ADDED events of a WatchList are gathered without touching
 // their objects.
 func (s *streamer) track(obj metav1.Object) {
-	switch {
-	case s.initial != nil:
-		if s.pastSynthetic {
-			s.initial.resourceVersion = obj.GetResourceVersion()
-		}
-	case s.pastSynthetic || !s.c.fromSynthetic:
+	switch s.mode {
+	case modeGatheringTracked, modeInitialEnded:
+		s.initial.resourceVersion = obj.GetResourceVersion()
+	case modeLive:
 		rv := obj.GetResourceVersion()
-		s.c.r.pos.advance(rv)
-		if s.rvUpdater != nil {
-			s.rvUpdater.UpdateResourceVersion(rv)
+		s.pos.advance(rv)
+		if s.hooks.rvUpdater != nil {
+			s.hooks.rvUpdater.UpdateResourceVersion(rv)
 		}
 	}
 }
 
 // accept checks that ev carries an object the store may hold.
 func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
-	r := s.c.r
+	r := s.subject
 	if isNilObject(ev.Object) {
 		s.report(fmt.Errorf("%w: nil %T", ErrUnexpectedObject, ev.Object), ev)
 		return nil, false
@@ -243,7 +314,7 @@ func isNilObject(o runtime.Object) bool {
 // go through utilruntime.HandleError, whose global rate limiter would make
 // the stream sleep on every error.
 func (s *streamer) report(err error, ev watch.Event) {
-	s.c.logger.Error(err, "Skipping watch event", "reflector", s.c.r.name, "type", s.c.r.typeDescription, "event", ev.Type)
+	s.owner.log().Error(err, "Skipping watch event", "reflector", s.subject.name, "type", s.subject.typeDescription, "event", ev.Type)
 }
 
 // dispatch sends an accepted event to the store (or the initial-events
@@ -257,34 +328,36 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 		err = s.sink.Add(ev.Object)
 	case watch.Modified:
 		s.batch.count(idxModified)
-		s.pastSynthetic = true
+		s.mode = s.mode.pastAdded()
 		err = s.sink.Update(ev.Object)
 	case watch.Deleted:
 		s.batch.count(idxDeleted)
-		s.pastSynthetic = true
+		s.mode = s.mode.pastAdded()
 		err = s.sink.Delete(ev.Object)
 	case watch.Bookmark:
 		s.batch.count(idxBookmark)
-		s.pastSynthetic = true
+		s.mode = s.mode.pastAdded()
 		err = s.bookmark(obj)
 	default:
 		s.batch.count(idxDropped)
 		err = fmt.Errorf("unknown watch event type %q", ev.Type)
 	}
 	if err != nil {
-		s.c.logger.Error(err, "Unable to apply watch event to store", "reflector", s.c.r.name, "event", ev.Type, "object", klog.KObj(obj))
+		s.owner.log().Error(err, "Unable to apply watch event to store", "reflector", s.subject.name, "event", ev.Type, "object", klog.KObj(obj))
 	}
 }
 
 func (s *streamer) bookmark(obj metav1.Object) error {
-	if s.initial != nil {
-		s.endReached = s.endReached || obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+	if s.mode.gathering() {
+		if obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			s.mode = modeInitialEnded
+		}
 		return nil
 	}
-	if s.bookmarks == nil {
+	if s.hooks.bookmarks == nil {
 		return nil
 	}
-	return s.bookmarks.Bookmark(obj.GetResourceVersion())
+	return s.hooks.bookmarks.Bookmark(obj.GetResourceVersion())
 }
 
 // eventSink is where accepted ADDED, MODIFIED and DELETED events go.

@@ -48,7 +48,7 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		r.stats.watchOpened()
 		// No live.opened(): a WatchList shows it works by its events, and
 		// one that stays silent after a loss is reported like any call.
-		s := newStreamer(c, w, true)
+		s := c.streamerFor(w, modeGathering)
 		var complete bool
 		if complete, err = s.run(ctx); err == nil && complete {
 			return c.watchListSynced(w, s.initial, start), false
@@ -109,7 +109,7 @@ func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start
 	}
 	c.synced(rv, len(items), start)
 	c.w = w
-	c.fromSynthetic = false
+	c.wMode = modeLive
 	c.wStart = c.r.clock.Now()
 	return phaseStream
 }
