@@ -64,13 +64,17 @@ func listOutcome(err error, f facts) outcome {
 }
 
 // pageOutcome: a page that failed in a transient way is asked for again;
-// the LIST fails on any other error. The LIST's own outcome, if it fails,
-// is decided at atList; a page has no other effect.
+// after an expired continue token everything is LISTed at once; the LIST
+// fails on any other error. The LIST's own outcome, if it fails, is
+// decided at atList; a page has no other effect.
 func pageOutcome(err error) outcome {
-	if !isTransientListError(err) {
-		return outcome{next: stepFail}
+	switch {
+	case apierrors.IsResourceExpired(err):
+		return outcome{next: stepListWhole}
+	case isTransientListError(err):
+		return outcome{next: stepRetryPage, retryAfter: retryAfter(err)}
 	}
-	return outcome{next: stepRetryPage, retryAfter: retryAfter(err)}
+	return outcome{next: stepFail}
 }
 
 // replaceOutcome: the store refused the synced state. After a LIST the

@@ -48,6 +48,9 @@ const (
 	// stepRetryPage asks for the failed page again, from its continue
 	// token, after a backoff delay (at least the Retry-After).
 	stepRetryPage
+	// stepListWhole LISTs everything at once, unpaginated, at the
+	// resourceVersion of the first page (a continue token expired).
+	stepListWhole
 	// stepFail ends the cycle with the error; Run backs off (at least the
 	// Retry-After) before the next cycle.
 	stepFail

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,14 +53,18 @@ func (p pager) list(ctx context.Context, opts metav1.ListOptions) (listed, error
 		}
 		page, err := p.lister.ListWithContext(ctx, opts)
 		if err != nil {
-			if opts.Continue != "" && p.retry.wait(ctx, err) {
-				out.pageRetries++
-				continue
-			}
-			if opts.Continue == "" || !apierrors.IsResourceExpired(err) {
+			if opts.Continue == "" {
 				return out, err
 			}
-			return p.listUnpaged(ctx, first, out)
+			o := classify(atListPage, err, facts{})
+			switch {
+			case o.next == stepRetryPage && p.retry.wait(ctx, o.retryAfter):
+				out.pageRetries++
+				continue
+			case o.next == stepListWhole:
+				return p.listUnpaged(ctx, first, out)
+			}
+			return out, err
 		}
 		p.retry.succeeded()
 		next, err := out.addPage(page)

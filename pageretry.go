@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -52,13 +53,13 @@ func (r *Reflector) newPageRetry() pageRetry {
 	}
 }
 
-// wait blocks for the delay before a page that failed with err is asked
-// for again. It returns false, without waiting, when the page must not be
-// retried: err is not transient, or the page failed too often; and false
-// when ctx ends during the wait.
-func (p *pageRetry) wait(ctx context.Context, err error) bool {
-	o := classify(atListPage, err, facts{})
-	if p.fails >= p.limit || o.next != stepRetryPage || ctx.Err() != nil {
+// wait blocks for the delay before a page that failed is asked for again:
+// the next backoff delay, or retryAfter if that is longer. It returns
+// false, without waiting, when the page failed too often, and false when
+// ctx ends during the wait. Whether a failure may be retried at all is
+// classify's to say (stepRetryPage).
+func (p *pageRetry) wait(ctx context.Context, retryAfter time.Duration) bool {
+	if p.fails >= p.limit || ctx.Err() != nil {
 		return false
 	}
 	if p.streak == nil {
@@ -68,7 +69,7 @@ func (p *pageRetry) wait(ctx context.Context, err error) bool {
 		p.rand = rand.New(rand.NewPCG(p.seed[0], p.seed[1]))
 	}
 	p.fails++
-	d := max(p.streak.next(p.clock.Now(), p.rand.Float64()), o.retryAfter)
+	d := max(p.streak.next(p.clock.Now(), p.rand.Float64()), retryAfter)
 	return sleepOn(ctx, p.clock, d)
 }
 
