@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ReflectorOptions configures a Reflector. The zero value gives client-go's
+// defaults.
+type ReflectorOptions struct {
+	// Logger is where the Reflector logs when the context it runs with
+	// carries no logger (one put there with klog.NewContext or
+	// logr.NewContext wins); nil means klog.Background(). The reflector's
+	// name is added to it.
+	Logger *klog.Logger
+	// Name identifies the reflector in logs; defaults to the caller's file:line.
+	Name string
+	// TypeDescription describes the stored type in logs; defaults to the
+	// expected type's Go type, or the GVK of an Unstructured expected type.
+	TypeDescription string
+	// ResyncPeriod, if positive, calls the store's Resync that often while
+	// watching (subject to Reflector.ShouldResync).
+	ResyncPeriod time.Duration
+	// MinWatchTimeout raises the lower bound of watch timeouts above the
+	// five-minute floor; smaller values are ignored.
+	MinWatchTimeout time.Duration
+	// Clock drives every timer of the Reflector; defaults to the real clock.
+	Clock clock.Clock
+	// Backoff replaces the default exponential backoff (0.8 s doubling to
+	// 30 s, jitter 1.0). Either is reset after two minutes without a
+	// failure, and as soon as the server serves the Reflector again (a sync
+	// completes, a watch delivers events, or the server says the
+	// resourceVersion to resume from is gone).
+	Backoff *wait.Backoff
+
+	// UseWatchList selects WatchList streaming for the initial state: nil or
+	// true uses it (falling back to LIST when the server refuses), false
+	// always LISTs. A ListerWatcher reporting IsWatchListSemanticsUnSupported
+	// (client-go's fake clientsets) always LISTs.
+	UseWatchList *bool
+	// WatchErrorHandler replaces DefaultWatchErrorHandler.
+	WatchErrorHandler WatchErrorHandlerWithContext
+	// StaleRVThreshold is how many watches in a row may fail at the same
+	// resourceVersion (expired, too large, or closed within a second with no
+	// event) before the Reflector relists with a consistent read (RV "")
+	// instead of retrying that RV. Zero means 3; negative turns the breaker
+	// off, as in client-go.
+	StaleRVThreshold int
+	// WatchListRefusalMemory is how long the Reflector keeps using LIST
+	// after a server definitively refused a WatchList request (400, 405,
+	// 406, 422, 501). Zero means for the Reflector's life; negative asks
+	// again every cycle, as client-go does.
+	WatchListRefusalMemory time.Duration
+	// StallWindow: once a watch has delivered a bookmark, silence (no event
+	// and no bookmark) for this long ends it as stalled and the Reflector
+	// re-watches from the last resourceVersion. Once any watch has
+	// delivered a bookmark, a watch that delivers none is also ended as
+	// stalled if it stays open and silent this long past the timeout it was
+	// requested with (the server should have closed it). Zero means 3
+	// minutes; negative turns detection off.
+	StallWindow time.Duration
+	// HealthGrace is how long the Reflector may be out of touch with the
+	// server (a call failed, a watch ended badly or came back empty, a
+	// watch request is still in flight) before Health turns Degraded, also
+	// while a LIST or WatchList call is still in flight; see Health for
+	// the whole contract. Zero means 10 s: long enough for a re-watch or
+	// relist through the first few backoff delays on a healthy server,
+	// short against the outages that leave a store behind (a black-holed
+	// connection is noticed about 45 s in, and the relist may then sit
+	// 20-100 s in one call). Negative reports a loss at once.
+	HealthGrace time.Duration
+	// OnHealthChange, if set, is called with the new Health each time the
+	// Reflector's state, reason or last error changes. It runs on the
+	// Reflector's goroutine and must return quickly.
+	OnHealthChange func(Health)
+	// Rand supplies the randomness for watch timeouts and backoff jitter;
+	// defaults to a generator seeded once per Reflector. It is only used
+	// from the Reflector's loop goroutine.
+	Rand *rand.Rand
+	// ListPageRetries is how many times in a row a page after the first of
+	// a paginated LIST is asked for again, from its continue token, when it
+	// fails with a transient error (connection refused or reset, 429, 5xx,
+	// timeout), waiting with the Reflector's backoff (and at least as long
+	// as a Retry-After) in between. Zero means 6; negative turns retries
+	// off, as in client-go, where such a failure starts the LIST over.
+	ListPageRetries int
+	// Metrics, if set, receives the Reflector's metrics while it runs (see
+	// ReflectorMetricsProvider); Stats works without it.
+	Metrics ReflectorMetricsProvider
+}
+
+// logger is the Logger option or klog's default.
+func (o ReflectorOptions) logger() klog.Logger {
+	if o.Logger == nil {
+		return klog.Background()
+	}
+	return *o.Logger
+}
+
+// backoff is the Backoff option or the default backoff.
+func (o ReflectorOptions) backoff() wait.Backoff {
+	if o.Backoff == nil {
+		return defaultBackoff()
+	}
+	return *o.Backoff
+}
+
+// withDefaults returns o with every unset option that is not a pointer set
+// to its default (pointer options are read by logger, backoff and
+// NewReflectorWithOptions, so that defaults cost no allocation).
+func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOptions {
+	if o.Name == "" {
+		o.Name = callerName()
+	}
+	if o.TypeDescription == "" {
+		o.TypeDescription = describeType(expectedType)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if o.WatchErrorHandler == nil {
+		o.WatchErrorHandler = DefaultWatchErrorHandler
+	}
+	o.StaleRVThreshold = cmp.Or(o.StaleRVThreshold, defaultStaleRVThreshold)
+	o.StallWindow = cmp.Or(o.StallWindow, defaultStallWindow)
+	o.ListPageRetries = cmp.Or(o.ListPageRetries, defaultPageRetries)
+	o.HealthGrace = cmp.Or(o.HealthGrace, defaultHealthGrace)
+	return o
+}
+
+func describeType(expectedType interface{}) string {
+	if expectedType == nil {
+		return defaultExpectedTypeName
+	}
+	if gvk := expectedGVKOf(expectedType); gvk != nil {
+		return gvk.String()
+	}
+	return reflect.TypeOf(expectedType).String()
+}
+
+func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
+	u, ok := expectedType.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Empty() {
+		return nil
+	}
+	return &gvk
+}
