@@ -152,12 +152,15 @@ func (r *Resource) openLocked(ctx context.Context, spec watchSpec, p predicate) 
 		s.stats.WatchLists++
 	}
 	w := newWatcher(ctx, s, r.t, p, start, spec)
-	if s.faults.dropNext > 0 {
-		s.faults.dropNext--
-		s.stats.Faults[FaultDropWatch]++
-		w.hung = true
-	} else {
+	switch f, ok := s.faults.takeWatch(); {
+	case !ok:
 		w.pending = r.initialEventsLocked(w, spec, start)
+	case f.kind == FaultDropWatch:
+		s.stats.Faults[f.kind]++
+		w.hung = true
+	default:
+		s.stats.Faults[f.kind]++
+		return r.faultyWatchLocked(f)
 	}
 	w.progress = r.progressLocked(start)
 	s.watchers[w] = struct{}{}
@@ -188,6 +191,21 @@ func (r *Resource) initialEventsLocked(w *watcher, spec watchSpec, start uint64)
 		}
 	}
 	return out
+}
+
+// faultyWatchLocked is the watch a request gets instead of a working one
+// when f, queued by CloseNextWatches or FailNextWatchStreams, is its
+// fault: closed at once, or ended by one ERROR event with f's status.
+func (r *Resource) faultyWatchLocked(f Fault) watch.Interface {
+	if f.kind == FaultEmptyWatch {
+		ch := make(chan watch.Event)
+		close(ch)
+		return watch.NewProxyWatcher(ch)
+	}
+	c := r.call(VerbWatch, "", "")
+	r.srv.noteRetryAfterLocked(c, f)
+	status, _ := f.status(c)
+	return errorWatch(status)
 }
 
 // errorWatch is a watch that delivers one ERROR event with err's status
