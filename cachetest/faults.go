@@ -39,7 +39,7 @@ const (
 	FaultCloseWatch        FaultKind = "CloseWatch"
 	FaultHangWatch         FaultKind = "HangWatch"
 	FaultDropWatch         FaultKind = "DropWatch"
-	// FaultEmptyWatch counts watches CloseNextWatches closed at once.
+	// FaultEmptyWatch counts watches CloseNextWatches closed empty.
 	FaultEmptyWatch FaultKind = "EmptyWatch"
 	FaultDelay      FaultKind = "Delay"
 )
@@ -49,6 +49,8 @@ const (
 type Fault struct {
 	kind       FaultKind
 	retryAfter time.Duration
+	// closeAfter is how long an empty watch (FaultEmptyWatch) stays open.
+	closeAfter time.Duration
 	err        error
 }
 
@@ -144,7 +146,7 @@ type faultState struct {
 	delay map[Verb]time.Duration
 	// watchNext is what the next watch requests that would succeed get
 	// instead of a working watch, in the order queued: a dropped watch
-	// (FaultDropWatch), one closed at once (FaultEmptyWatch), or one ended
+	// (FaultDropWatch), one closed empty (FaultEmptyWatch), or one ended
 	// by an ERROR event with the status of a failure's Fault.
 	watchNext []pendingFault
 	retryAt   map[retryKey]time.Time
@@ -245,13 +247,18 @@ func (s *Server) eachWatch(kind FaultKind, fault func(*watcher)) int {
 func (s *Server) DropNextWatches(n int) { s.queueWatchFault(n, Fault{kind: FaultDropWatch}) }
 
 // CloseNextWatches makes the next n watch requests that would succeed get
-// a watch that closes at once, cleanly, without a single event (no
-// bookmark either), as a client behind a load balancer sees it when the
-// server behind has gone: the request succeeds (over HTTP, a 200 with an
-// empty stream) and the watch is over before it delivered anything. Each
-// is counted in Stats.Faults as FaultEmptyWatch when it is used up. See
-// DropNextWatches for the queue it shares.
-func (s *Server) CloseNextWatches(n int) { s.queueWatchFault(n, Fault{kind: FaultEmptyWatch}) }
+// a watch that closes cleanly after (at once if after is not positive, at
+// the watch's own timeout if that is sooner) without a single event: no
+// bookmark, and changes meanwhile are not delivered. This is what a client
+// behind a load balancer sees when the server behind it has gone: the
+// request succeeds (over HTTP, a 200 whose stream stays empty) and the
+// watch ends having delivered nothing, at once, or after the few seconds
+// the client's own retries took. Each is counted in Stats.Faults as
+// FaultEmptyWatch when it is used up. See DropNextWatches for the queue it
+// shares.
+func (s *Server) CloseNextWatches(n int, after time.Duration) {
+	s.queueWatchFault(n, Fault{kind: FaultEmptyWatch, closeAfter: max(after, 0)})
+}
 
 // FailNextWatchStreams makes the next n watch requests that would succeed
 // get a watch that is accepted and then ends, before any other event, with

@@ -213,7 +213,7 @@ func TestCloseNextWatchesClosesThemEmptyAtOnce(t *testing.T) {
 		if err := srv.Compact("2"); err != nil {
 			t.Fatal(err)
 		}
-		srv.CloseNextWatches(2)
+		srv.CloseNextWatches(2, 0)
 		srv.FailNext(cachetest.VerbWatch, 1, cachetest.Forbidden())
 		if _, err := cms.Watch(metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("the queued failure first: %v", err)
@@ -230,6 +230,30 @@ func TestCloseNextWatchesClosesThemEmptyAtOnce(t *testing.T) {
 	})
 }
 
+// CloseNextWatches with a delay: the watch stays open and silent that
+// long (a change meanwhile is not delivered), or until its own timeout if
+// that is sooner, and then closes cleanly.
+func TestCloseNextWatchesAfterADelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		srv.CloseNextWatches(2, 3*time.Second)
+		late := openWatch(t, cms, metav1.ListOptions{AllowWatchBookmarks: true})
+		soon := openWatch(t, cms, metav1.ListOptions{TimeoutSeconds: ptr.To[int64](1)})
+		create(t, cms, "ns/a")
+		time.Sleep(time.Second)
+		expectClosed(t, soon)
+		time.Sleep(time.Second)
+		if got, open := drain(late); !open || len(got) > 0 {
+			t.Fatalf("2 s in: open=%v, events %q; want open and silent", open, got)
+		}
+		time.Sleep(time.Second)
+		expectClosed(t, late)
+		if n := srv.Stats().Faults[cachetest.FaultEmptyWatch]; n != 2 {
+			t.Fatalf("Faults[EmptyWatch] = %d, want 2", n)
+		}
+	})
+}
+
 // FailNextWatchStreams: the watch is accepted, then ends with one ERROR
 // event carrying the fault's status and nothing before it; a 429's
 // Retry-After is kept as for a refused call. Drops, empty closes and
@@ -239,7 +263,7 @@ func TestFailNextWatchStreamsEndThemWithAnErrorEvent(t *testing.T) {
 		srv, cms := newServer(t, cachetest.Options{})
 		create(t, cms, "ns/a")
 		srv.FailNextWatchStreams(1, cachetest.InternalError())
-		srv.CloseNextWatches(1)
+		srv.CloseNextWatches(1, 0)
 		srv.DropNextWatches(1)
 		srv.FailNextWatchStreams(1, cachetest.TooManyRequests(2*time.Second))
 		from0 := metav1.ListOptions{ResourceVersion: "0"}
@@ -270,7 +294,7 @@ func TestClearFaultsCancelsQueuedWatchFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, cms := newServer(t, cachetest.Options{})
 		create(t, cms, "ns/a")
-		srv.CloseNextWatches(3)
+		srv.CloseNextWatches(3, time.Second)
 		srv.FailNextWatchStreams(3, cachetest.Timeout())
 		srv.ClearFaults()
 		expectEvents(t, openWatch(t, cms, metav1.ListOptions{ResourceVersion: "0"}), "ADDED ns/a@1")

@@ -201,7 +201,7 @@ func TestHTTPWatchClosedEmptyAndEndedByAnError(t *testing.T) {
 	ctx := bounded(t)
 	create(t, cms, "ns/a")
 	c := cs.CoreV1().ConfigMaps("ns")
-	srv.CloseNextWatches(1)
+	srv.CloseNextWatches(1, 0)
 	srv.FailNextWatchStreams(1, cachetest.InternalError())
 	opts := metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: ptr.To[int64](60)}
 	empty, err := c.Watch(ctx, opts)

@@ -155,12 +155,16 @@ func (r *Resource) openLocked(ctx context.Context, spec watchSpec, p predicate) 
 	switch f, ok := s.faults.takeWatch(); {
 	case !ok:
 		w.pending = r.initialEventsLocked(w, spec, start)
-	case f.kind == FaultDropWatch:
+	case f.kind == FaultDropWatch, f.kind == FaultEmptyWatch:
+		// Silent from the start; an empty one also ends early.
 		s.stats.Faults[f.kind]++
 		w.hung = true
+		if f.kind == FaultEmptyWatch {
+			w.spec.timeout = min(w.spec.timeout, f.closeAfter)
+		}
 	default:
 		s.stats.Faults[f.kind]++
-		return r.faultyWatchLocked(f)
+		return r.errorWatchLocked(f)
 	}
 	w.progress = r.progressLocked(start)
 	s.watchers[w] = struct{}{}
@@ -193,15 +197,10 @@ func (r *Resource) initialEventsLocked(w *watcher, spec watchSpec, start uint64)
 	return out
 }
 
-// faultyWatchLocked is the watch a request gets instead of a working one
-// when f, queued by CloseNextWatches or FailNextWatchStreams, is its
-// fault: closed at once, or ended by one ERROR event with f's status.
-func (r *Resource) faultyWatchLocked(f Fault) watch.Interface {
-	if f.kind == FaultEmptyWatch {
-		ch := make(chan watch.Event)
-		close(ch)
-		return watch.NewProxyWatcher(ch)
-	}
+// errorWatchLocked is the watch a request gets instead of a working one
+// when f, queued by FailNextWatchStreams, is its fault: one ERROR event
+// with f's status.
+func (r *Resource) errorWatchLocked(f Fault) watch.Interface {
 	c := r.call(VerbWatch, "", "")
 	r.srv.noteRetryAfterLocked(c, f)
 	status, _ := f.status(c)
