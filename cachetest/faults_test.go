@@ -206,7 +206,7 @@ func TestProgrammerErrorsPanic(t *testing.T) {
 // that is closed at once with nothing in it, though the state (ADDED
 // events) was there to deliver; refused requests (a FailNext failure, a
 // 410) use none up; then watches work again.
-func TestCloseNextWatchesClosesThemEmptyAtOnce(t *testing.T) {
+func TestFaultCloseNextWatchesClosesThemEmptyAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, cms := newServer(t, cachetest.Options{})
 		create(t, cms, "ns/a", "ns/b")
@@ -233,7 +233,7 @@ func TestCloseNextWatchesClosesThemEmptyAtOnce(t *testing.T) {
 // CloseNextWatches with a delay: the watch stays open and silent that
 // long (a change meanwhile is not delivered), or until its own timeout if
 // that is sooner, and then closes cleanly.
-func TestCloseNextWatchesAfterADelay(t *testing.T) {
+func TestFaultCloseNextWatchesAfterADelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, cms := newServer(t, cachetest.Options{})
 		srv.CloseNextWatches(2, 3*time.Second)
@@ -258,7 +258,7 @@ func TestCloseNextWatchesAfterADelay(t *testing.T) {
 // event carrying the fault's status and nothing before it; a 429's
 // Retry-After is kept as for a refused call. Drops, empty closes and
 // failing streams are used up in the order queued.
-func TestFailNextWatchStreamsEndThemWithAnErrorEvent(t *testing.T) {
+func TestFaultFailNextWatchStreamsEndThemWithAnErrorEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, cms := newServer(t, cachetest.Options{})
 		create(t, cms, "ns/a")

@@ -196,7 +196,7 @@ func TestHTTPWatchDroppedAndHung(t *testing.T) {
 // nothing in it (the client's watch closes without an error), and
 // FailNextWatchStreams a 200 whose stream holds one ERROR event, which
 // client-go turns back into the status.
-func TestHTTPWatchClosedEmptyAndEndedByAnError(t *testing.T) {
+func TestHTTPFaultWatchClosedEmptyOrEndedByAnError(t *testing.T) {
 	srv, cms, cs := startHTTP(t, cachetest.Options{})
 	ctx := bounded(t)
 	create(t, cms, "ns/a")
