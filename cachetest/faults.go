@@ -2,8 +2,11 @@ package cachetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -36,7 +39,9 @@ const (
 	FaultCloseWatch        FaultKind = "CloseWatch"
 	FaultHangWatch         FaultKind = "HangWatch"
 	FaultDropWatch         FaultKind = "DropWatch"
-	FaultDelay             FaultKind = "Delay"
+	// FaultEmptyWatch counts watches CloseNextWatches closed empty.
+	FaultEmptyWatch FaultKind = "EmptyWatch"
+	FaultDelay      FaultKind = "Delay"
 )
 
 // Fault is how a failed call is answered; build one with TooManyRequests,
@@ -44,6 +49,8 @@ const (
 type Fault struct {
 	kind       FaultKind
 	retryAfter time.Duration
+	// closeAfter is how long an empty watch (FaultEmptyWatch) stays open.
+	closeAfter time.Duration
 	err        error
 }
 
@@ -135,10 +142,14 @@ type pendingFault struct {
 
 // faultState is the injected faults; the Server's mutex guards it.
 type faultState struct {
-	next     map[Verb][]pendingFault
-	delay    map[Verb]time.Duration
-	dropNext int
-	retryAt  map[retryKey]time.Time
+	next  map[Verb][]pendingFault
+	delay map[Verb]time.Duration
+	// watchNext is what the next watch requests that would succeed get
+	// instead of a working watch, in the order queued: a dropped watch
+	// (FaultDropWatch), one closed empty (FaultEmptyWatch), or one ended
+	// by an ERROR event with the status of a failure's Fault.
+	watchNext []pendingFault
+	retryAt   map[retryKey]time.Time
 }
 
 func newFaultState() faultState {
@@ -147,16 +158,30 @@ func newFaultState() faultState {
 
 // take consumes the next failure queued for verb.
 func (f *faultState) take(verb Verb) (Fault, bool) {
-	q := f.next[verb]
+	fault, q, ok := pop(f.next[verb])
+	if ok {
+		f.next[verb] = q
+	}
+	return fault, ok
+}
+
+// takeWatch consumes the next fault queued for a watch that would succeed.
+func (f *faultState) takeWatch() (Fault, bool) {
+	fault, q, ok := pop(f.watchNext)
+	f.watchNext = q
+	return fault, ok
+}
+
+// pop uses up one of q's first fault and returns it with what is left.
+func pop(q []pendingFault) (Fault, []pendingFault, bool) {
 	if len(q) == 0 {
-		return Fault{}, false
+		return Fault{}, q, false
 	}
 	fault := q[0].fault
 	if q[0].left--; q[0].left == 0 {
 		q = q[1:]
 	}
-	f.next[verb] = q
-	return fault, true
+	return fault, q, true
 }
 
 // FailNext makes the next n calls of verb (on any resource) fail with f.
@@ -213,20 +238,68 @@ func (s *Server) eachWatch(kind FaultKind, fault func(*watcher)) int {
 // DropNextWatches makes the next n watch requests that would succeed be
 // lost in transit: the call succeeds but the watch is silent from the
 // start, exactly like a hung one.
-func (s *Server) DropNextWatches(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.dropNext += max(n, 0)
+//
+// DropNextWatches, CloseNextWatches and FailNextWatchStreams share one
+// queue: what they ask for is used up in the order queued, one watch
+// request that would succeed (WatchLists included) at a time. A request
+// the server refuses (a FailNext failure, a compacted resourceVersion's
+// 410) uses none up.
+func (s *Server) DropNextWatches(n int) { s.queueWatchFault(n, Fault{kind: FaultDropWatch}) }
+
+// CloseNextWatches makes the next n watch requests that would succeed get
+// a watch that closes cleanly after (at once if after is not positive, at
+// the watch's own timeout if that is sooner) without a single event: no
+// bookmark, and changes meanwhile are not delivered. This is what a client
+// behind a load balancer sees when the server behind it has gone: the
+// request succeeds (over HTTP, a 200 whose stream stays empty) and the
+// watch ends having delivered nothing, at once, or after the few seconds
+// the client's own retries took. Each is counted in Stats.Faults as
+// FaultEmptyWatch when it is used up. See DropNextWatches for the queue it
+// shares.
+func (s *Server) CloseNextWatches(n int, after time.Duration) {
+	s.queueWatchFault(n, Fault{kind: FaultEmptyWatch, closeAfter: max(after, 0)})
 }
 
-// ClearFaults cancels queued failures, delays and drops. Watches already
-// hung or dropped stay so.
+// FailNextWatchStreams makes the next n watch requests that would succeed
+// get a watch that is accepted and then ends, before any other event, with
+// one ERROR event carrying f's status, as kube-apiserver ends a watch it
+// can no longer serve (InternalError: a 500 from its storage layer; over
+// HTTP, a 200 whose stream holds that one ERROR event). Each is counted
+// in Stats.Faults under f's kind when it is used up. It panics if f has no
+// status to send (the zero Fault, ConnectionRefused, or Error with an
+// error that is not an apierrors.APIStatus). See DropNextWatches for the
+// queue it shares.
+func (s *Server) FailNextWatchStreams(n int, f Fault) {
+	if _, ok := f.status(call{verb: VerbWatch}); !ok {
+		panic(fmt.Sprintf("cachetest: FailNextWatchStreams with a fault that has no status: %q", f.kind))
+	}
+	s.queueWatchFault(n, f)
+}
+
+func (s *Server) queueWatchFault(n int, f Fault) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.watchNext = append(s.faults.watchNext, pendingFault{fault: f, left: n})
+}
+
+// status is the API status f answers c with, if f has one.
+func (f Fault) status(c call) (apierrors.APIStatus, bool) {
+	var st apierrors.APIStatus
+	err := f.errorFor(c)
+	return st, err != nil && errors.As(err, &st)
+}
+
+// ClearFaults cancels queued failures, delays, drops, empty closes and
+// failing streams. Watches already hung or dropped stay so.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults.next = map[Verb][]pendingFault{}
 	s.faults.delay = map[Verb]time.Duration{}
-	s.faults.dropNext = 0
+	s.faults.watchNext = nil
 }
 
 // begin admits a call: it counts it, waits any delay, and returns the
@@ -259,10 +332,16 @@ func (s *Server) begin(ctx context.Context, c call) error {
 		return nil
 	}
 	s.stats.Faults[f.kind]++
+	s.noteRetryAfterLocked(c, f)
+	return f.errorFor(c)
+}
+
+// noteRetryAfterLocked remembers when a client answered with f may call
+// again, so that a call before then counts in Stats.EarlyRetries.
+func (s *Server) noteRetryAfterLocked(c call, f Fault) {
 	if f.kind == FaultTooManyRequests && f.retryAfter > 0 {
 		s.faults.retryAt[retryKey{c.verb, c.gr}] = s.clock.Now().Add(time.Duration(retryAfterSeconds(f.retryAfter)) * time.Second)
 	}
-	return f.errorFor(c)
 }
 
 // sleep waits d on the server's clock, or until ctx ends or Close.

@@ -181,6 +181,12 @@ func TestProgrammerErrorsPanic(t *testing.T) {
 	for name, f := range map[string]func(){
 		"Error(nil)": func() { cachetest.Error(nil) },
 		"zero Fault": func() { srv.FailNext(cachetest.VerbList, 1, cachetest.Fault{}) },
+		"stream of refusals": func() {
+			srv.FailNextWatchStreams(1, cachetest.ConnectionRefused())
+		},
+		"stream of a plain error": func() {
+			srv.FailNextWatchStreams(1, cachetest.Error(errors.New("no status")))
+		},
 		"Namespace of CS": func() {
 			srv.Resource(cachetest.Type{Resource: "nodes", Object: configMaps.Object, List: configMaps.List, ClusterScoped: true}).Namespace("x")
 		},
@@ -194,4 +200,106 @@ func TestProgrammerErrorsPanic(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// CloseNextWatches: the next watch requests that would succeed get a watch
+// that is closed at once with nothing in it, though the state (ADDED
+// events) was there to deliver; refused requests (a FailNext failure, a
+// 410) use none up; then watches work again.
+func TestFaultCloseNextWatchesClosesThemEmptyAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		create(t, cms, "ns/a", "ns/b")
+		if err := srv.Compact("2"); err != nil {
+			t.Fatal(err)
+		}
+		srv.CloseNextWatches(2, 0)
+		srv.FailNext(cachetest.VerbWatch, 1, cachetest.Forbidden())
+		if _, err := cms.Watch(metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("the queued failure first: %v", err)
+		}
+		expectEvents(t, openWatch(t, cms, metav1.ListOptions{ResourceVersion: "1"}), "ERROR 410 Expired: too old resource version: 1 (2)")
+		expectClosed(t, openWatch(t, cms, metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true}))
+		expectClosed(t, openWatch(t, cms, metav1.ListOptions{ResourceVersion: "0"}))
+		ok := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "0"})
+		create(t, cms, "ns/c")
+		expectEvents(t, ok, "ADDED ns/a@1", "ADDED ns/b@2", "ADDED ns/c@3")
+		if n := srv.Stats().Faults[cachetest.FaultEmptyWatch]; n != 2 {
+			t.Fatalf("Faults[EmptyWatch] = %d, want 2", n)
+		}
+	})
+}
+
+// CloseNextWatches with a delay: the watch stays open and silent that
+// long (a change meanwhile is not delivered), or until its own timeout if
+// that is sooner, and then closes cleanly.
+func TestFaultCloseNextWatchesAfterADelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		srv.CloseNextWatches(2, 3*time.Second)
+		late := openWatch(t, cms, metav1.ListOptions{AllowWatchBookmarks: true})
+		soon := openWatch(t, cms, metav1.ListOptions{TimeoutSeconds: ptr.To[int64](1)})
+		create(t, cms, "ns/a")
+		time.Sleep(time.Second)
+		expectClosed(t, soon)
+		time.Sleep(time.Second)
+		if got, open := drain(late); !open || len(got) > 0 {
+			t.Fatalf("2 s in: open=%v, events %q; want open and silent", open, got)
+		}
+		time.Sleep(time.Second)
+		expectClosed(t, late)
+		if n := srv.Stats().Faults[cachetest.FaultEmptyWatch]; n != 2 {
+			t.Fatalf("Faults[EmptyWatch] = %d, want 2", n)
+		}
+	})
+}
+
+// FailNextWatchStreams: the watch is accepted, then ends with one ERROR
+// event carrying the fault's status and nothing before it; a 429's
+// Retry-After is kept as for a refused call. Drops, empty closes and
+// failing streams are used up in the order queued.
+func TestFaultFailNextWatchStreamsEndThemWithAnErrorEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		create(t, cms, "ns/a")
+		srv.FailNextWatchStreams(1, cachetest.InternalError())
+		srv.CloseNextWatches(1, 0)
+		srv.DropNextWatches(1)
+		srv.FailNextWatchStreams(1, cachetest.TooManyRequests(2*time.Second))
+		from0 := metav1.ListOptions{ResourceVersion: "0"}
+		expectEvents(t, openWatch(t, cms, from0), "ERROR 500 InternalError: Internal error occurred: cachetest: injected internal error")
+		expectClosed(t, openWatch(t, cms, from0))
+		dropped := openWatch(t, cms, from0)
+		expectEvents(t, dropped)
+		dropped.Stop()
+		expectClosed(t, dropped)
+		expectEvents(t, openWatch(t, cms, from0), "ERROR 429 TooManyRequests: Too many requests, please try again later.")
+		st := srv.Stats()
+		if st.Faults[cachetest.FaultInternalError] != 1 || st.Faults[cachetest.FaultTooManyRequests] != 1 ||
+			st.Faults[cachetest.FaultEmptyWatch] != 1 || st.Faults[cachetest.FaultDropWatch] != 1 {
+			t.Fatalf("faults %v", st.Faults)
+		}
+		expectEvents(t, openWatch(t, cms, from0), "ADDED ns/a@1")
+		time.Sleep(2 * time.Second)
+		expectEvents(t, openWatch(t, cms, from0), "ADDED ns/a@1")
+		if n := srv.Stats().EarlyRetries; n != 1 {
+			t.Fatalf("EarlyRetries = %d, want 1: the watch within the streamed 429's Retry-After", n)
+		}
+	})
+}
+
+// ClearFaults cancels what CloseNextWatches and FailNextWatchStreams
+// queued.
+func TestClearFaultsCancelsQueuedWatchFaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		create(t, cms, "ns/a")
+		srv.CloseNextWatches(3, time.Second)
+		srv.FailNextWatchStreams(3, cachetest.Timeout())
+		srv.ClearFaults()
+		expectEvents(t, openWatch(t, cms, metav1.ListOptions{ResourceVersion: "0"}), "ADDED ns/a@1")
+		if n := len(srv.Stats().Faults); n != 0 {
+			t.Fatalf("faults %v after ClearFaults", srv.Stats().Faults)
+		}
+	})
 }

@@ -191,3 +191,38 @@ func TestHTTPWatchDroppedAndHung(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// Over HTTP, CloseNextWatches is a 200 whose stream ends at once with
+// nothing in it (the client's watch closes without an error), and
+// FailNextWatchStreams a 200 whose stream holds one ERROR event, which
+// client-go turns back into the status.
+func TestHTTPFaultWatchClosedEmptyOrEndedByAnError(t *testing.T) {
+	srv, cms, cs := startHTTP(t, cachetest.Options{})
+	ctx := bounded(t)
+	create(t, cms, "ns/a")
+	c := cs.CoreV1().ConfigMaps("ns")
+	srv.CloseNextWatches(1, 0)
+	srv.FailNextWatchStreams(1, cachetest.InternalError())
+	opts := metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: ptr.To[int64](60)}
+	empty, err := c.Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Stop()
+	expectNext(ctx, t, empty, "closed")
+	failed, err := c.Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failed.Stop()
+	expectNext(ctx, t, failed, "ERROR 500 InternalError: Internal error occurred: cachetest: injected internal error", "closed")
+	ok, err := c.Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Stop()
+	expectNext(ctx, t, ok, "ADDED ns/a@1")
+	if st := srv.Stats(); st.Faults[cachetest.FaultEmptyWatch] != 1 || st.Faults[cachetest.FaultInternalError] != 1 {
+		t.Fatalf("faults %v", st.Faults)
+	}
+}

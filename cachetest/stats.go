@@ -7,7 +7,9 @@ type Stats struct {
 	// Calls counts requests by verb, including failed ones.
 	Calls map[Verb]int
 	// Faults counts injected faults by kind: failed calls, closed, hung
-	// and dropped watches, delayed calls.
+	// and dropped watches, delayed calls, watches closed empty
+	// (FaultEmptyWatch) and watch streams ended by an ERROR event (under
+	// the kind of the status's Fault).
 	Faults map[FaultKind]int
 	// Lists counts LISTs served from their first page (no continue token).
 	Lists int

@@ -152,12 +152,19 @@ func (r *Resource) openLocked(ctx context.Context, spec watchSpec, p predicate) 
 		s.stats.WatchLists++
 	}
 	w := newWatcher(ctx, s, r.t, p, start, spec)
-	if s.faults.dropNext > 0 {
-		s.faults.dropNext--
-		s.stats.Faults[FaultDropWatch]++
-		w.hung = true
-	} else {
+	switch f, ok := s.faults.takeWatch(); {
+	case !ok:
 		w.pending = r.initialEventsLocked(w, spec, start)
+	case f.kind == FaultDropWatch, f.kind == FaultEmptyWatch:
+		// Silent from the start; an empty one also ends early.
+		s.stats.Faults[f.kind]++
+		w.hung = true
+		if f.kind == FaultEmptyWatch {
+			w.spec.timeout = min(w.spec.timeout, f.closeAfter)
+		}
+	default:
+		s.stats.Faults[f.kind]++
+		return r.errorWatchLocked(f)
 	}
 	w.progress = r.progressLocked(start)
 	s.watchers[w] = struct{}{}
@@ -188,6 +195,16 @@ func (r *Resource) initialEventsLocked(w *watcher, spec watchSpec, start uint64)
 		}
 	}
 	return out
+}
+
+// errorWatchLocked is the watch a request gets instead of a working one
+// when f, queued by FailNextWatchStreams, is its fault: one ERROR event
+// with f's status.
+func (r *Resource) errorWatchLocked(f Fault) watch.Interface {
+	c := r.call(VerbWatch, "", "")
+	r.srv.noteRetryAfterLocked(c, f)
+	status, _ := f.status(c)
+	return errorWatch(status)
 }
 
 // errorWatch is a watch that delivers one ERROR event with err's status
