@@ -123,10 +123,10 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	// Unless a failure says otherwise (see cycle.apply), the next sync
 	// follows an error.
 	r.listCause = ListWatchError
-	r.reachedServer()
-	r.live.regain()
 	c.resync = startResync(r.clock, r.resyncPeriod)
-	r.health.healthy(now)
+	// The backoff is not reset here: a relist whose watch then fails at
+	// once is a failure repeated, and must keep backing off.
+	r.syncCompleted()
 }
 
 // watchTimeout draws a watch timeout from [min, 2*min), in whole seconds.

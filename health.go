@@ -90,7 +90,11 @@ const ReasonWatchFailed = ReasonWatchFailing
 //   - Back to Synced (Syncing before the first sync) when data flows, a
 //     sync completes, or a watch stays open the grace period; after a
 //     stall, which is a watch open and silent, only data, a sync, or the
-//     server ending the re-watch after the grace period will do.
+//     server ending the re-watch after the grace period will do. A sync
+//     only suspends the loss: if the watch after it fails before it has
+//     shown that it works, the loss goes on from when it began, and once
+//     such a loop of relists has been reported, further syncs leave health
+//     Degraded (HasSynced set) until a watch works.
 //   - No false alarms: a watch the server ends at its timeout and that is
 //     re-opened at once, a quiet resource (a watch open for minutes with
 //     nothing in it), a 429 or refused connection mended by the next
@@ -147,14 +151,27 @@ func (h *health) next() (Health, <-chan struct{}) {
 // set moves to state/reason at now; a repeat of the same state and reason
 // only refreshes LastError.
 func (h *health) set(state HealthState, reason DegradedReason, err error, now time.Time) {
+	h.commit(state, reason, err, state == Synced, now)
+}
+
+// markSynced records that the store has been filled, leaving the state and
+// reason as they are (a Degraded Reflector whose sync completed while its
+// loss of touch goes on).
+func (h *health) markSynced(now time.Time) {
+	cur := h.snapshot()
+	h.commit(cur.State, cur.Reason, nil, true, now)
+}
+
+// commit moves to state/reason at now, records err (if any) as LastError
+// and, if filled, that the store has been filled; it notifies a change.
+// Only the loop goroutine calls it.
+func (h *health) commit(state HealthState, reason DegradedReason, err error, filled bool, now time.Time) {
 	h.mu.Lock()
 	next := h.cur
 	if err != nil {
 		next.LastError = err
 	}
-	if state == Synced {
-		next.HasSynced = true
-	}
+	next.HasSynced = next.HasSynced || filled
 	if next.State != state || next.Reason != reason {
 		next.State, next.Reason, next.Since = state, reason, now
 	}

@@ -43,7 +43,8 @@ var errWatchOpenBlocked = errors.New("the request to open a watch has not return
 // it was open to the loss, so watches that keep opening and closing empty
 // are reported once the grace period has passed. A request to open a
 // watch that is still in flight a grace period after it began is a loss
-// too. The loop goroutine owns it.
+// too. A completed sync suspends the loss rather than ending it (see
+// synced). The loop goroutine owns it.
 type liveness struct {
 	clock clock.Clock
 	grace time.Duration
@@ -57,6 +58,14 @@ type liveness struct {
 	// tentative: the loss is only a watch request in flight, forgotten if
 	// the watch opens before the loss is reported.
 	tentative bool
+	// suspended: a sync completed during the loss; the store is current,
+	// and the loss ends once a watch shows it works, but goes on from
+	// since if the watch fails first.
+	suspended bool
+	// looping: a watch failed after a sync that had suspended the loss,
+	// before it showed that it works: the Reflector is in a loop of
+	// relists, which no further sync ends.
+	looping bool
 	// watchOpen: a watch is open; timer, if set, ends its probation.
 	watchOpen bool
 	timer     clock.Timer
@@ -81,8 +90,33 @@ func (l *liveness) lose(reason DegradedReason, err error, now time.Time) bool {
 	if l.since.IsZero() {
 		l.since = now
 	}
-	l.reason, l.err, l.tentative = reason, err, false
+	if l.suspended {
+		l.looping = true
+	}
+	l.reason, l.err, l.tentative, l.suspended = reason, err, false, false
 	return l.closed(now) || l.reported
+}
+
+// synced is told that a sync completed during the loss. The loss is
+// suspended, not ended: a relist does not show that watches work. It ends
+// when a watch that follows shows it works (data, or open the grace
+// period); if that watch fails first, the loss goes on from when it began
+// (looping), so that a Reflector whose every watch fails right after its
+// relist is reported like one whose relists fail. A report is due if no
+// watch is open a grace period after the sync. It returns false when
+// health must stay Degraded: the loss is a loop already reported. Else the
+// sync clears the report, and health may say Synced.
+func (l *liveness) synced() bool {
+	if l.since.IsZero() {
+		return true
+	}
+	l.suspended, l.tentative = true, false
+	l.arm(l.grace)
+	if l.looping && l.reported {
+		return false
+	}
+	l.reported = false
+	return true
 }
 
 // calling is told that a request to open a watch starts at now. If touch
@@ -107,6 +141,9 @@ func (l *liveness) opened() {
 		l.regain()
 	case l.inLoss() && l.reason != ReasonStalled:
 		l.arm(l.grace)
+	case l.suspended:
+		// A stall suspended by a sync: the watch has the whole grace
+		// period from the sync to show it works.
 	default:
 		l.stopTimer()
 	}
@@ -135,8 +172,7 @@ func (l *liveness) report() {
 	l.reported = true
 }
 
-// regain ends the loss: data flowed, a sync completed, or a watch passed
-// its probation. It returns true when the loss had been reported, so that
+// regain ends the loss: data flowed, or a watch passed its probation. It returns true when the loss had been reported, so that
 // health must change back.
 func (l *liveness) regain() bool {
 	if l.since.IsZero() {
@@ -179,9 +215,11 @@ func (r *Reflector) reportLoss(reason DegradedReason, err error) {
 func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(r.clock.Now())) }
 
 // graceEnded is called when liveness's timer fires: an open watch has
-// passed its probation, or the loss has lasted the grace period.
+// passed its probation (it works, so the backoff starts over too), or the
+// loss has lasted the grace period.
 func (r *Reflector) graceEnded() {
 	if r.live.watchOpen {
+		r.reachedServer()
 		r.inTouch()
 		return
 	}
@@ -196,7 +234,20 @@ func (r *Reflector) degradeIf(due bool) {
 	}
 }
 
-// inTouch is told that data flowed or a sync completed: a loss ends, and
+// syncCompleted is told that a sync completed: the store is current and
+// has been filled. Health is Synced, unless the sync is one of a loop of
+// relists whose watches fail at once that has been reported (see
+// liveness.synced): then it stays Degraded until a watch shows it works.
+func (r *Reflector) syncCompleted() {
+	now := r.clock.Now()
+	if !r.live.synced() {
+		r.health.markSynced(now)
+		return
+	}
+	r.health.healthy(now)
+}
+
+// inTouch is told that data flowed or a watch passed its probation: a loss ends, and
 // if it had been reported health returns to Synced (Syncing before the
 // first sync). Cheap when nothing was lost: it runs for every burst.
 func (r *Reflector) inTouch() {
