@@ -149,7 +149,8 @@ func (h *health) next() (Health, <-chan struct{}) {
 }
 
 // set moves to state/reason at now; a repeat of the same state and reason
-// only refreshes LastError.
+// only refreshes LastError, and not even that if the new error reads the
+// same as the last one.
 func (h *health) set(state HealthState, reason DegradedReason, err error, now time.Time) {
 	h.commit(state, reason, err, state == Synced, now)
 }
@@ -168,7 +169,7 @@ func (h *health) markSynced(now time.Time) {
 func (h *health) commit(state HealthState, reason DegradedReason, err error, filled bool, now time.Time) {
 	h.mu.Lock()
 	next := h.cur
-	if err != nil {
+	if err != nil && !sameText(err, next.LastError) {
 		next.LastError = err
 	}
 	next.HasSynced = next.HasSynced || filled
@@ -185,6 +186,12 @@ func (h *health) commit(state HealthState, reason DegradedReason, err error, fil
 	if changed && h.onChange != nil {
 		h.onChange(next)
 	}
+}
+
+// sameText says whether err and last read the same: a failure repeated
+// (each attempt makes a new error value) is not a change of health.
+func sameText(err, last error) bool {
+	return last != nil && err.Error() == last.Error()
 }
 
 func (h *health) healthy(now time.Time) { h.set(Synced, ReasonNone, nil, now) }

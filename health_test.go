@@ -104,3 +104,21 @@ func TestHealthChangesNobodyWaitsForDoNotAllocate(t *testing.T) {
 		t.Fatal("a waiter's channel was not closed by the change")
 	}
 }
+
+// A failure repeated with an error that reads the same (each attempt makes
+// a new value) is no change: OnHealthChange is not called again. A new
+// text is a change.
+func TestRepeatedFailureIsNoChange(t *testing.T) {
+	var calls int
+	h := newHealth(time.Unix(0, 0), func(Health) { calls++ })
+	for i := range 5 {
+		h.set(Degraded, ReasonThrottled, errors.New("slow down"), time.Unix(int64(i), 0))
+	}
+	if calls != 1 {
+		t.Fatalf("%d notifications for one failure repeated", calls)
+	}
+	h.set(Degraded, ReasonThrottled, errors.New("slower"), time.Unix(9, 0))
+	if calls != 2 || h.snapshot().LastError.Error() != "slower" {
+		t.Fatalf("%d notifications, LastError %v", calls, h.snapshot().LastError)
+	}
+}

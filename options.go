@@ -79,8 +79,9 @@ type ReflectorOptions struct {
 	// 20-100 s in one call). Negative reports a loss at once.
 	HealthGrace time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
-	// Reflector's state, reason or last error changes. It runs on the
-	// Reflector's goroutine and must return quickly.
+	// Reflector's state, reason or last error changes (a repeated failure
+	// whose error reads the same is no change). It runs on the Reflector's
+	// goroutine and must return quickly.
 	OnHealthChange func(Health)
 	// Rand supplies the randomness for watch timeouts and backoff jitter;
 	// defaults to a generator seeded once per Reflector. It is only used
