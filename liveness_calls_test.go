@@ -98,3 +98,25 @@ func runTimed(t *testing.T, lw *timedLW, set func(*Reflector), d time.Duration, 
 		*changes = log.changes
 	})
 }
+
+// A relist by WatchList after a lost watch: the WatchList's watch goes on
+// as the cycle's watch, quiet. No alarm: the loss ends when that watch has
+// stayed open the grace period, not a report a grace period after the sync.
+func TestHealthNoAlarmAfterQuietWatchListRelist(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &healthLog{start: time.Now()}
+		lw := newScript(nil, []watchReply{
+			{events: []watch.Event{ev(watch.Added, cm("a", "5")), bookmark("10", true), errEvent(internalStatus())}},
+			{events: []watch.Event{ev(watch.Added, cm("a", "5")), bookmark("12", true)}, hang: true},
+		})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{OnHealthChange: log.record})
+		_, stop := startReflector(t, r)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		stop()
+		wantChanges(t, log.changes, "Synced/@0s")
+		if got := lw.recorded(); len(got) != 2 {
+			t.Fatalf("calls %q, want two WatchLists", got)
+		}
+	})
+}

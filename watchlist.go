@@ -108,6 +108,9 @@ func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start
 		return phaseList
 	}
 	c.synced(rv, len(items), start)
+	// The WatchList's watch goes on as the cycle's: an open watch (see
+	// liveness.opened).
+	c.r.live.opened()
 	c.w = w
 	c.wMode = modeLive
 	c.wStart = c.r.clock.Now()
