@@ -115,7 +115,9 @@ func (l *liveness) synced() bool {
 	if l.looping && l.reported {
 		return false
 	}
-	l.reported = false
+	// Until a watch fails, what could still be reported is a watch request
+	// that does not return.
+	l.reported, l.reason, l.err = false, ReasonWatchFailing, errWatchOpenBlocked
 	return true
 }
 
@@ -172,8 +174,9 @@ func (l *liveness) report() {
 	l.reported = true
 }
 
-// regain ends the loss: data flowed, or a watch passed its probation. It returns true when the loss had been reported, so that
-// health must change back.
+// regain ends the loss: data flowed, or a watch passed its probation. It
+// returns true when the loss had been reported, so that health must change
+// back.
 func (l *liveness) regain() bool {
 	if l.since.IsZero() {
 		return false

@@ -120,3 +120,21 @@ func TestHealthNoAlarmAfterQuietWatchListRelist(t *testing.T) {
 		}
 	})
 }
+
+// After a lost watch and a quick relist, the request for the next watch
+// blocks: reported a grace period after the sync, as a request in flight.
+func TestHealthDegradedWhenWatchAfterRelistBlocks(t *testing.T) {
+	lists := []listReply{{list: cmList("10", "", cm("a", "5"))}, {list: cmList("20", "", cm("a", "15"))}}
+	watches := []watchReply{
+		{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(internalStatus())}},
+		{delay: time.Minute, hang: true},
+	}
+	changes, h := runScripted(t, lists, watches, 2*time.Minute)
+	// The relist follows the first backoff delay (0.8-1.6 s).
+	if len(changes) != 3 || changes[0] != "Synced/@0s" || !strings.HasPrefix(changes[1], "Degraded/WatchFailing@1") || !strings.HasPrefix(changes[2], "Synced/@1m") {
+		t.Fatalf("health changes %q", changes)
+	}
+	if !errors.Is(h.LastError, errWatchOpenBlocked) {
+		t.Fatalf("LastError %v", h.LastError)
+	}
+}
