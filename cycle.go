@@ -21,7 +21,9 @@ const (
 	// is applied, or to phaseList when the server refuses.
 	phaseWatchList phase = iota
 	// phaseList LISTs (paginated) and Replaces the store, then moves on to
-	// phaseWatch. A failure ends the cycle with the error.
+	// phaseWatch. A LIST at a resourceVersion the server cannot serve is
+	// made again at the latest; any other failure ends the cycle with the
+	// error.
 	phaseList
 	// phaseWatch opens a WATCH at the resume position and moves on to
 	// phaseStream; throttling or a refused connection backs off and stays.
@@ -101,6 +103,7 @@ func (c *cycle) step(ctx context.Context, p phase) phase {
 func (c *cycle) close() {
 	c.stopWatch()
 	c.resync.stop()
+	c.r.live.cycleEnded(c.r.clock.Now())
 }
 
 func (c *cycle) stopWatch() {
@@ -156,7 +159,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case err == nil:
 		c.w = w
 		c.r.stats.watchOpened()
-		c.r.live.opened()
+		c.r.live.opened(c.r.clock.Now())
 		return phaseStream
 	}
 	o := classify(atWatchOpen, err, facts{})
@@ -288,14 +291,17 @@ func (c *cycle) stream(ctx context.Context) phase {
 }
 
 // streamFacts gathers what classify needs to know about the cycle's
-// watch, which delivered events events and ended with err. A watch that
-// delivered something or stayed open the grace period showed that it
-// worked, which ends a loss of touch before the end is classified.
+// watch, which delivered events events and ended with err. A watch the
+// server closed after it had been open the grace period showed that it
+// worked, which ends a loss of touch before the end is classified (one
+// that delivered something ended it when the data flowed).
 func (c *cycle) streamFacts(err error, events int) facts {
 	now := c.r.clock.Now()
 	c.internal.observe(err, now)
-	lived := now.Sub(c.wStart)
-	if events > 0 || lived >= c.r.live.grace {
+	lived := c.r.live.openFor(now)
+	if err == nil && lived >= c.r.live.grace {
+		// Closed by the server after the grace period: it worked (this
+		// ends even a stall, which has no probation).
 		c.r.inTouch()
 	}
 	return facts{

@@ -87,14 +87,16 @@ const ReasonWatchFailed = ReasonWatchFailing
 //   - Reported at once, because waiting cannot mend them or they have
 //     already lasted long: Forbidden (401/403) and NotFound (404) answers,
 //     a stall, and a stale-RV loop.
-//   - Back to Synced (Syncing before the first sync) when data flows, a
+//   - Back to Synced (Syncing before the first sync) when data flows on a
+//     watch (a WatchList's initial events do not count: its sync does), a
 //     sync completes, or a watch stays open the grace period; after a
 //     stall, which is a watch open and silent, only data, a sync, or the
 //     server ending the re-watch after the grace period will do. A sync
-//     only suspends the loss: if the watch after it fails before it has
-//     shown that it works, the loss goes on from when it began, and once
-//     such a loop of relists has been reported, further syncs leave health
-//     Degraded (HasSynced set) until a watch works.
+//     only suspends the loss: if the watch after it fails, before it has
+//     shown that it works, in a way that makes the Reflector relist again,
+//     the loss goes on from when it began, and once such a loop of relists
+//     has been reported, further syncs leave health Degraded (HasSynced
+//     set) until a watch works.
 //   - No false alarms: a watch the server ends at its timeout and that is
 //     re-opened at once, a quiet resource (a watch open for minutes with
 //     nothing in it), a 429 or refused connection mended by the next

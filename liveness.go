@@ -34,8 +34,7 @@ var errWatchOpenBlocked = errors.New("the request to open a watch has not return
 
 // liveness tracks a loss of touch with the server: the Reflector lost its
 // watch (it failed, ended with an error, or closed with nothing in it soon
-// after opening) and has not yet got data or a completed sync back. It
-// reports the loss as Degraded health once it has lasted the grace period.
+// after opening) and no watch has shown since that it works. It reports the loss as Degraded health once it has lasted the grace period.
 // While a watch is open no such report is made; instead a watch that stays
 // open the grace period ends the loss (it works: a quiet resource sends
 // nothing), unless the loss is a stall, which is just such a watch. A
@@ -66,8 +65,10 @@ type liveness struct {
 	// before it showed that it works: the Reflector is in a loop of
 	// relists, which no further sync ends.
 	looping bool
-	// watchOpen: a watch is open; timer, if set, ends its probation.
+	// watchOpen: a watch is open since openedAt; timer, if set, ends its
+	// probation.
 	watchOpen bool
+	openedAt  time.Time
 	timer     clock.Timer
 }
 
@@ -83,19 +84,27 @@ func (l *liveness) C() <-chan time.Time {
 	return l.timer.C()
 }
 
-// lose records a failure at now. It returns true when the loss is to be
-// reported at once: it had already been reported (the reason is
-// refreshed), or it has lasted the grace period.
-func (l *liveness) lose(reason DegradedReason, err error, now time.Time) bool {
+// lose records a failure at now; relist says the failure makes the
+// Reflector sync again. It returns true when the loss is to be reported at
+// once: it had already been reported (the reason is refreshed), or it has
+// lasted the grace period. After a sync that suspended the loss, a failure
+// that leads to another sync makes it a loop (it goes on from when it
+// began); any other failure begins a new loss.
+func (l *liveness) lose(reason DegradedReason, err error, now time.Time, relist bool) bool {
+	if l.suspended && relist {
+		l.looping = true
+	} else if l.suspended && !l.reported {
+		l.since, l.looping = time.Time{}, false
+	}
 	if l.since.IsZero() {
 		l.since = now
-	}
-	if l.suspended {
-		l.looping = true
 	}
 	l.reason, l.err, l.tentative, l.suspended = reason, err, false, false
 	return l.closed(now) || l.reported
 }
+
+// inLoop says whether the loss is a loop of syncs whose watches fail.
+func (l *liveness) inLoop() bool { return l.looping }
 
 // synced is told that a sync completed during the loss. The loss is
 // suspended, not ended: a relist does not show that watches work. It ends
@@ -111,7 +120,10 @@ func (l *liveness) synced() bool {
 		return true
 	}
 	l.suspended, l.tentative = true, false
-	l.arm(l.grace)
+	l.stopTimer()
+	if l.grace > 0 {
+		l.arm(l.grace)
+	}
 	if l.looping && l.reported {
 		return false
 	}
@@ -133,20 +145,38 @@ func (l *liveness) calling(now time.Time) {
 	l.arm(l.grace)
 }
 
-// opened is told that a watch opened: no report is made while it is open,
-// and a tentative loss not yet reported is forgotten. Its probation
-// begins: should it stay open the grace period, the loss ends.
-func (l *liveness) opened() {
-	l.watchOpen = true
+// opened is told that a watch opened at now: no report is made while it
+// is open, and a tentative loss not yet reported is forgotten. Its
+// probation begins: should it stay open the grace period, the loss ends
+// (at once with no grace period). After a stall, which is a watch open and
+// silent, there is no probation.
+func (l *liveness) opened(now time.Time) {
+	l.watchOpen, l.openedAt = true, now
 	switch {
 	case l.tentative && !l.reported:
 		l.regain()
 	case l.inLoss() && l.reason != ReasonStalled:
-		l.arm(l.grace)
-	case l.suspended:
-		// A stall suspended by a sync: the watch has the whole grace
-		// period from the sync to show it works.
+		l.arm(max(l.grace, 0))
 	default:
+		l.stopTimer()
+	}
+}
+
+// openFor is how long the open watch has been open at now.
+func (l *liveness) openFor(now time.Time) time.Duration { return now.Sub(l.openedAt) }
+
+// cycleEnded is told that a cycle ended at now, its watch, if any, gone
+// with it (the context ended, or the cycle relists). A tentative loss not
+// yet reported is forgotten with the request it was waiting on; a loss
+// not yet reported is due a grace period after it began.
+func (l *liveness) cycleEnded(now time.Time) {
+	l.watchOpen = false
+	switch {
+	case l.tentative && !l.reported:
+		l.regain()
+	case l.inLoss() && !l.reported && !l.suspended:
+		l.arm(max(l.grace-now.Sub(l.since), 0))
+	case !l.suspended:
 		l.stopTimer()
 	}
 }
@@ -183,7 +213,7 @@ func (l *liveness) regain() bool {
 	}
 	reported := l.reported
 	l.stopTimer()
-	*l = liveness{clock: l.clock, grace: l.grace, watchOpen: l.watchOpen}
+	*l = liveness{clock: l.clock, grace: l.grace, watchOpen: l.watchOpen, openedAt: l.openedAt}
 	return reported
 }
 
@@ -200,15 +230,16 @@ func (l *liveness) stopTimer() {
 }
 
 // lostTouch records a failure that leaves the Reflector without a working
-// watch: health turns Degraded with reason and err once the loss has lasted
-// the grace period (at once if it already has, or was already reported).
-func (r *Reflector) lostTouch(reason DegradedReason, err error) {
-	r.degradeIf(r.live.lose(reason, err, r.clock.Now()))
+// watch (relist: and makes it sync again): health turns Degraded with
+// reason and err once the loss has lasted the grace period (at once if it
+// already has, or was already reported).
+func (r *Reflector) lostTouch(reason DegradedReason, err error, relist bool) {
+	r.degradeIf(r.live.lose(reason, err, r.clock.Now(), relist))
 }
 
 // reportLoss records a failure that is reported as Degraded at once.
-func (r *Reflector) reportLoss(reason DegradedReason, err error) {
-	r.live.lose(reason, err, r.clock.Now())
+func (r *Reflector) reportLoss(reason DegradedReason, err error, relist bool) {
+	r.live.lose(reason, err, r.clock.Now(), relist)
 	r.live.report()
 	r.degradeIf(true)
 }
@@ -243,6 +274,11 @@ func (r *Reflector) degradeIf(due bool) {
 // liveness.synced): then it stays Degraded until a watch shows it works.
 func (r *Reflector) syncCompleted() {
 	now := r.clock.Now()
+	if !r.live.inLoop() {
+		// The server serves the Reflector again; in a loop of relists whose
+		// watches fail, it does not, and the backoff keeps growing.
+		r.reachedServer()
+	}
 	if !r.live.synced() {
 		r.health.markSynced(now)
 		return

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -87,7 +88,9 @@ func TestInternalErrorLoopBacksOff(t *testing.T) {
 func runTimed(t *testing.T, lw *timedLW, set func(*Reflector), d time.Duration, changes *[]string) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &healthLog{start: time.Now()}
-		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record}
+		// A fixed seed: the backoff's jitter, and so every time, is the
+		// same on every run.
+		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record, Rand: rand.New(rand.NewPCG(1, 2))}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
 		set(r)
 		_, stop := startReflector(t, r)

@@ -36,10 +36,10 @@ type ReflectorOptions struct {
 	Clock clock.Clock
 	// Backoff replaces the default exponential backoff (0.8 s doubling to
 	// 30 s, jitter 1.0). Either is reset after two minutes without a
-	// failure, and as soon as the server shows it serves the Reflector again
-	// (a watch delivers events or stays open the health grace period, or
-	// the server says the resourceVersion to resume from is gone). A
-	// completed sync alone does not reset it.
+	// failure, and as soon as the server serves the Reflector again (a
+	// sync completes, a watch delivers events or stays open the health
+	// grace period, or the server says the resourceVersion to resume from
+	// is gone), except in a loop of relists whose watches fail at once.
 	Backoff *wait.Backoff
 
 	// UseWatchList selects WatchList streaming for the initial state: nil or

@@ -146,22 +146,25 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 	}
 	r.listCause = o.relist
 	c.retryAfter = o.retryAfter
-	if o.reached {
-		r.reachedServer()
-	}
 	if o.forgetRV {
 		r.pos.markUnavailable()
 	}
 	if o.next == stepListInstead {
 		r.server.watchListRefused(err, r.clock.Now())
 	}
+	relist := o.next == stepRelist
 	switch o.health {
 	case healthNow:
-		r.reportLoss(o.reason, err)
+		r.reportLoss(o.reason, err, relist)
 	case healthLoss:
-		r.lostTouch(o.reason, cmp.Or(err, emptyErr(o)))
+		r.lostTouch(o.reason, cmp.Or(err, emptyErr(o)), relist)
 	default:
 		r.watchClosed()
+	}
+	if o.reached && !r.live.inLoop() {
+		// Not in a loop of relists whose watches keep failing (see
+		// Reflector.syncCompleted).
+		r.reachedServer()
 	}
 }
 

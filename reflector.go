@@ -232,16 +232,16 @@ func (r *Reflector) listAndWatch(ctx context.Context) (time.Duration, error) {
 	return c.retryAfter, err
 }
 
-// reachedServer is told that the server has just served this Reflector in
-// a way that shows it works: a watch delivered events or stayed open the
-// grace period, or the server answered that the resourceVersion to resume
-// from is gone (so relisting, not waiting, is the way back in step). The
+// reachedServer is told that the server has just served this Reflector: a
+// sync completed, a watch delivered events or stayed open the grace
+// period, or the server answered that the resourceVersion to resume from
+// is gone (so relisting, not waiting, is the way back in step). The
 // backoff grown by earlier failures then starts again from its initial
 // delay, so that a Reflector back in touch with the server is not held
 // back by an outage that is over. A watch that merely opens is not enough
 // (behind a load balancer, a dead server's watches open and close at
-// once), nor is a completed sync (a relist whose watch then fails at once
-// is a failure repeated): those must keep backing off.
+// once), and neither syncs nor 410s count in a loop of relists whose
+// watches fail at once (see liveness.synced): those keep backing off.
 func (r *Reflector) reachedServer() { r.backoff.reset() }
 
 // loggerFor is the logger of a run with ctx: the context's own, else the

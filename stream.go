@@ -168,7 +168,11 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 				return s.ended(), err
 			}
 			s.endBurst()
-			s.owner.flowing()
+			if !s.mode.gathering() {
+				// A WatchList's initial events show nothing yet: only the
+				// sync they end does (see liveness.synced).
+				s.owner.flowing()
+			}
 		}
 	}
 }
