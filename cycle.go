@@ -224,6 +224,9 @@ func (c *cycle) resyncStore() error        { return c.resync.fire(c.r.store, c.r
 func (c *cycle) liveC() <-chan time.Time   { return c.r.live.C() }
 func (c *cycle) graceEnded()               { c.r.graceEnded() }
 func (c *cycle) log() klog.Logger          { return c.logger }
+func (c *cycle) tooSoon(events int) bool {
+	return events == 0 && c.r.clock.Since(c.wStart) < time.Second
+}
 
 // published publishes what a burst of events changed: the resume position
 // and the stats.

@@ -56,9 +56,7 @@ type Reflector struct {
 
 	subject
 
-	store ReflectorStore
-	// hooks are store's optional interfaces.
-	hooks  storeHooks
+	store  ReflectorStore
 	lw     ListerWatcherWithContext
 	logger klog.Logger
 	clock  clock.Clock
@@ -119,7 +117,6 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 			expectedGVK:     expectedGVKOf(expectedType),
 		},
 		store:           store,
-		hooks:           hooksOf(store),
 		lw:              ToListerWatcherWithContext(lw),
 		logger:          klog.LoggerWithName(o.logger(), o.Name),
 		clock:           o.Clock,

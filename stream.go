@@ -76,6 +76,10 @@ type streamOwner interface {
 	graceEnded()
 	// log is the logger of the stream's run.
 	log() klog.Logger
+	// tooSoon says whether a watch that delivered events events and was
+	// closed now closed too soon to be a normal close (client-go's
+	// very-short-watch rule: within a second of the request, with none).
+	tooSoon(events int) bool
 }
 
 // streamer applies the events of one watch. In WatchList mode it gathers
@@ -86,44 +90,30 @@ type streamOwner interface {
 type streamer struct {
 	owner  streamOwner
 	w      watch.Interface
-	start  time.Time
 	events int
 	// initial gathers a WatchList's initial events; nil otherwise.
 	initial *initialEvents
 	// sink receives ADDED, MODIFIED and DELETED events: the store, or in
 	// WatchList mode the initial-events buffer.
-	sink    eventSink
-	hooks   *storeHooks
-	pos     *resumePosition
-	subject *subject
-	// stall's clock is the Reflector's, which the stream also reads.
-	stall stallDetector
+	sink eventSink
+	// rvUpdater and bookmarks are the store's optional interfaces (nil
+	// when it lacks them, and while gathering).
+	rvUpdater ResourceVersionUpdater
+	bookmarks ReflectorBookmarkStore
+	pos       *resumePosition
+	subject   *subject
+	stall     stallDetector
 	// batch counts the events of the current burst for the stats.
 	batch eventBatch
 	// mode follows batch, in its padding.
 	mode streamMode
 }
 
-// storeHooks are the optional interfaces of a Reflector's store, found
-// once: the store a Reflector writes to never changes.
-type storeHooks struct {
-	rvUpdater ResourceVersionUpdater
-	bookmarks ReflectorBookmarkStore
-}
-
-func hooksOf(store ReflectorStore) storeHooks {
-	var h storeHooks
-	h.rvUpdater, _ = store.(ResourceVersionUpdater)
-	h.bookmarks, _ = store.(ReflectorBookmarkStore)
-	return h
-}
-
 // streamerFor hands the cycle's watch w, in mode, to a new streamer.
 func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 	r := c.r
 	s := &streamer{
-		owner: c, w: w, mode: mode, start: c.wStart,
-		hooks: &r.hooks, pos: &r.pos, subject: &r.subject,
+		owner: c, w: w, mode: mode, pos: &r.pos, subject: &r.subject,
 		stall: stallDetector{clock: r.clock, window: r.stallWindow},
 	}
 	if r.server.sendsBookmarks && c.wTimeout > 0 {
@@ -131,11 +121,14 @@ func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 		// watches at the timeout they asked for.
 		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
 	}
-	s.sink = r.store
 	if mode.gathering() {
 		s.initial = newInitialEvents(r.store)
 		s.sink = s.initial
+		return s
 	}
+	s.sink = r.store
+	s.rvUpdater, _ = r.store.(ResourceVersionUpdater)
+	s.bookmarks, _ = r.store.(ReflectorBookmarkStore)
 	return s
 }
 
@@ -225,7 +218,7 @@ func (s *streamer) resyncC() <-chan time.Time {
 
 // closed classifies a watch the server closed.
 func (s *streamer) closed() error {
-	if s.events == 0 && s.stall.clock.Since(s.start) < time.Second {
+	if s.owner.tooSoon(s.events) {
 		return &VeryShortWatchError{Name: s.subject.name}
 	}
 	s.owner.log().V(4).Info("Watch close", "reflector", s.subject.name, "type", s.subject.typeDescription, "totalItems", s.events)
@@ -266,8 +259,8 @@ func (s *streamer) track(obj metav1.Object) {
 	case modeLive:
 		rv := obj.GetResourceVersion()
 		s.pos.advance(rv)
-		if s.hooks.rvUpdater != nil {
-			s.hooks.rvUpdater.UpdateResourceVersion(rv)
+		if s.rvUpdater != nil {
+			s.rvUpdater.UpdateResourceVersion(rv)
 		}
 	}
 }
@@ -358,10 +351,10 @@ func (s *streamer) bookmark(obj metav1.Object) error {
 		}
 		return nil
 	}
-	if s.hooks.bookmarks == nil {
+	if s.bookmarks == nil {
 		return nil
 	}
-	return s.hooks.bookmarks.Bookmark(obj.GetResourceVersion())
+	return s.bookmarks.Bookmark(obj.GetResourceVersion())
 }
 
 // eventSink is where accepted ADDED, MODIFIED and DELETED events go.
