@@ -68,8 +68,11 @@ type liveness struct {
 	// watchOpen: a watch is open since openedAt; timer, if set, ends its
 	// probation.
 	watchOpen bool
-	openedAt  time.Time
-	timer     clock.Timer
+	// armed: timer is running. One timer serves the Reflector's life,
+	// re-armed each time (a watch request arms it), so it is made once.
+	armed    bool
+	openedAt time.Time
+	timer    clock.Timer
 }
 
 // inLoss says whether touch with the server is lost.
@@ -78,7 +81,7 @@ func (l *liveness) inLoss() bool { return !l.since.IsZero() }
 // C fires when the loss has lasted the grace period, or when an open
 // watch has passed its probation; nil when nothing is due.
 func (l *liveness) C() <-chan time.Time {
-	if l.timer == nil {
+	if !l.armed {
 		return nil
 	}
 	return l.timer.C()
@@ -213,19 +216,34 @@ func (l *liveness) regain() bool {
 	}
 	reported := l.reported
 	l.stopTimer()
-	*l = liveness{clock: l.clock, grace: l.grace, watchOpen: l.watchOpen, openedAt: l.openedAt}
+	l.since, l.reason, l.err = time.Time{}, ReasonNone, nil
+	l.reported, l.tentative, l.suspended, l.looping = false, false, false, false
 	return reported
 }
 
+// arm makes the timer fire in d, whatever it was set to.
 func (l *liveness) arm(d time.Duration) {
 	l.stopTimer()
-	l.timer = l.clock.NewTimer(d)
+	if l.timer == nil {
+		l.timer = l.clock.NewTimer(d)
+	} else {
+		l.timer.Reset(d)
+	}
+	l.armed = true
 }
 
+// stopTimer stops the timer and drops a firing nobody received (a fake
+// clock's timer keeps one in its channel), so that C never delivers it.
 func (l *liveness) stopTimer() {
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
+	if !l.armed {
+		return
+	}
+	l.armed = false
+	if !l.timer.Stop() {
+		select {
+		case <-l.timer.C():
+		default:
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -130,4 +131,24 @@ func TestCancelledCycleLeavesNoLoss(t *testing.T) {
 		lw.inflight.Wait()
 		wantChanges(t, log.changes, "Synced/@0s")
 	})
+}
+
+// The liveness timer is made once and re-armed after that: a Reflector
+// arms it at every watch request, so making one each time would cost an
+// allocation per request.
+func TestLivenessTimerIsMadeOnce(t *testing.T) {
+	l := liveness{clock: clock.RealClock{}, grace: time.Hour}
+	l.arm(time.Hour)
+	allocs := testing.AllocsPerRun(50, func() {
+		l.calling(time.Now())
+		l.opened(time.Now())
+		l.arm(time.Hour)
+		l.stopTimer()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per arm and stop after the first", allocs)
+	}
+	if l.C() != nil {
+		t.Fatal("a stopped timer's channel is selected on")
+	}
 }
