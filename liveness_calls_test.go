@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 )
 
 // A request to open a watch that blocks for a minute (the REST client
@@ -84,22 +83,10 @@ func TestInternalErrorLoopBacksOff(t *testing.T) {
 
 // runTimed runs a Reflector (LIST then WATCH, default grace) on lw for d
 // of synctest time, after set has adjusted it, and records its health
-// changes in changes.
+// changes in changes. Its randomness has a fixed seed: the backoff's
+// jitter, and so every time, is the same on every run.
 func runTimed(t *testing.T, lw *timedLW, set func(*Reflector), d time.Duration, changes *[]string) {
-	synctest.Test(t, func(t *testing.T) {
-		log := &healthLog{start: time.Now()}
-		// A fixed seed: the backoff's jitter, and so every time, is the
-		// same on every run.
-		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record, Rand: rand.New(rand.NewPCG(1, 2))}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		set(r)
-		_, stop := startReflector(t, r)
-		time.Sleep(d)
-		synctest.Wait()
-		stop()
-		lw.inflight.Wait()
-		*changes = log.changes
-	})
+	*changes, _ = runOn(t, lw, &lw.inflight, rand.New(rand.NewPCG(1, 2)), set, d)
 }
 
 // A relist by WatchList after a lost watch: the WatchList's watch goes on

@@ -1,8 +1,8 @@
 package cache
 
 import (
-	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -21,21 +21,29 @@ import (
 // script for d of synctest time and returns its health changes and last
 // health.
 func runScripted(t *testing.T, lists []listReply, watches []watchReply, d time.Duration) ([]string, Health) {
+	lw := newScript(slices.Clone(lists), slices.Clone(watches))
+	return runOn(t, lw, &lw.inflight, nil, nil, d)
+}
+
+// runOn runs a Reflector (LIST then WATCH, default grace) on lw for d of
+// synctest time, with rnd as its randomness (nil: its own) and after set
+// (if any) has adjusted it; it waits for lw's calls in flight and returns
+// the health changes and last health.
+func runOn(t *testing.T, lw ListerWatcher, inflight *sync.WaitGroup, rnd *rand.Rand, set func(*Reflector), d time.Duration) ([]string, Health) {
 	var changes []string
 	var last Health
 	synctest.Test(t, func(t *testing.T) {
 		log := &healthLog{start: time.Now()}
-		lw := newScript(slices.Clone(lists), slices.Clone(watches))
-		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record}
+		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record, Rand: rnd}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { r.RunWithContext(ctx) })
+		if set != nil {
+			set(r)
+		}
+		_, stop := startReflector(t, r)
 		time.Sleep(d)
 		synctest.Wait()
-		cancel()
-		wg.Wait()
-		lw.inflight.Wait()
+		stop()
+		inflight.Wait()
 		changes, last = log.changes, r.Health()
 	})
 	return changes, last
