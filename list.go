@@ -13,23 +13,23 @@ import (
 func (c *cycle) list(ctx context.Context) phase {
 	r := c.r
 	start := r.clock.Now()
-	opts := metav1.ListOptions{ResourceVersion: r.pos.listRV()}
-	pageSize := r.pageSizeFor(opts.ResourceVersion)
+	rv := r.pos.listRV()
+	pageSize := r.pageSizeFor(rv)
 	for {
-		res, err, ok := c.listOnce(ctx, opts, pageSize, r.listCause)
+		res, err, ok := c.listOnce(ctx, rv, pageSize, r.listCause)
 		switch {
 		case !ok:
 			return phaseDone
 		case err == nil:
-			return c.listed(res, opts.ResourceVersion, start)
+			return c.listed(res, rv, start)
 		}
-		o := classify(atList, err, facts{listRV: opts.ResourceVersion})
-		c.apply(o, opts.ResourceVersion, err)
+		o := classify(atList, err, facts{listRV: rv})
+		c.apply(o, rv, err)
 		if o.next != stepListLatest {
 			c.err = fmt.Errorf("failed to list %v: %w", r.typeDescription, err)
 			return phaseDone
 		}
-		opts.ResourceVersion = r.pos.listRV()
+		rv = r.pos.listRV()
 	}
 }
 
@@ -47,13 +47,25 @@ func (c *cycle) listed(res listed, rv string, start time.Time) phase {
 	return phaseWatch
 }
 
-// listOnce runs one paginated LIST in its own goroutine and counts it
-// under cause; ok is false when ctx ended first.
-func (c *cycle) listOnce(ctx context.Context, opts metav1.ListOptions, pageSize int64, cause ListCause) (listed, error, bool) {
+// listCall is one paginated LIST handed to its own goroutine, which owns
+// it from then on: the options and the pager (with its retry state) are
+// not kept on the loop goroutine's stack.
+type listCall struct {
+	p    pager
+	opts metav1.ListOptions
+}
+
+// listOnce runs one LIST at rv, in pages of pageSize (0: unpaged), in its
+// own goroutine and counts it under cause; ok is false when ctx ended
+// first.
+func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause ListCause) (listed, error, bool) {
 	// The pager is built here: its retry policy draws its seed from the
 	// Reflector's generator, which only the loop goroutine may use.
-	p := pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()}
-	call := startCall(func() (listed, error) { return p.list(ctx, opts) }, nil)
+	lc := &listCall{
+		p:    pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()},
+		opts: metav1.ListOptions{ResourceVersion: rv},
+	}
+	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
 	for {
 		select {
 		case <-ctx.Done():

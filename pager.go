@@ -40,29 +40,36 @@ type pager struct {
 // Each item is copied out of its page, so the store never pins whole pages.
 // A continued page that fails transiently is retried from its token (see
 // pageRetry); if a continue token expires, list falls back to one
-// unpaginated LIST at the original resourceVersion.
-func (p pager) list(ctx context.Context, opts metav1.ListOptions) (listed, error) {
+// unpaginated LIST at the original resourceVersion. list owns opts while it
+// runs (it sets the limit and the continue token on it).
+//
+// It runs at the bottom of a new goroutine whose stack starts small, so
+// its frame is kept small: the options and the pager come by pointer, and
+// a failed page is handled in pageFailed.
+func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, error) {
 	if opts.Limit == 0 {
 		opts.Limit = p.pageSize
 	}
-	first := opts
+	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	var out listed
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		page, err := p.lister.ListWithContext(ctx, opts)
+		page, err := p.lister.ListWithContext(ctx, *opts)
 		if err != nil {
 			if opts.Continue == "" {
 				return out, err
 			}
-			o := classify(atListPage, err, facts{})
-			switch {
-			case o.next == stepRetryPage && p.retry.wait(ctx, o.retryAfter):
+			switch p.pageFailed(ctx, err) {
+			case stepRetryPage:
 				out.pageRetries++
 				continue
-			case o.next == stepListWhole:
-				return p.listUnpaged(ctx, first, out)
+			case stepListWhole:
+				// The first page's options, without paging.
+				opts.Limit, opts.Continue = 0, ""
+				opts.ResourceVersion, opts.ResourceVersionMatch = rv, match
+				return p.listUnpaged(ctx, opts, out)
 			}
 			return out, err
 		}
@@ -78,11 +85,22 @@ func (p pager) list(ctx context.Context, opts metav1.ListOptions) (listed, error
 	}
 }
 
-// listUnpaged is the fallback after an expired continue token; it starts
-// the gathering over, keeping only what partial says of the pages so far.
-func (p pager) listUnpaged(ctx context.Context, opts metav1.ListOptions, partial listed) (listed, error) {
-	opts.Limit, opts.Continue = 0, ""
-	page, err := p.lister.ListWithContext(ctx, opts)
+// pageFailed says what follows a continued page that failed with err:
+// stepRetryPage once the retry's wait is over, stepListWhole after an
+// expired continue token, anything else to fail the LIST.
+func (p *pager) pageFailed(ctx context.Context, err error) step {
+	o := classify(atListPage, err, facts{})
+	if o.next == stepRetryPage && !p.retry.wait(ctx, o.retryAfter) {
+		return stepFail
+	}
+	return o.next
+}
+
+// listUnpaged is the fallback after an expired continue token: one LIST
+// with opts, the gathering started over, keeping only what partial says of
+// the pages so far.
+func (p *pager) listUnpaged(ctx context.Context, opts *metav1.ListOptions, partial listed) (listed, error) {
+	page, err := p.lister.ListWithContext(ctx, *opts)
 	out := listed{paged: partial.paged, pageRetries: partial.pageRetries}
 	if err != nil {
 		return out, err

@@ -38,7 +38,7 @@ func TestListPagesFollowsContinueTokens(t *testing.T) {
 	remaining := int64(1)
 	first.RemainingItemCount = &remaining
 	l := &pageLister{replies: []listReply{{list: first}, {list: cmList("", "", cm("c", "3"))}}}
-	res, err := (pager{lister: l, pageSize: 2}).list(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+	res, err := (&pager{lister: l, pageSize: 2}).list(context.Background(), &metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestListPagesFollowsContinueTokens(t *testing.T) {
 func TestListPagesCopiesItemsOutOfPages(t *testing.T) {
 	page := cmList("7", "", cm("a", "1"))
 	l := &pageLister{replies: []listReply{{list: page}}}
-	res, err := (pager{lister: l, pageSize: 500}).list(context.Background(), metav1.ListOptions{})
+	res, err := (&pager{lister: l, pageSize: 500}).list(context.Background(), &metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestListPagesExpiredContinueFallsBackToFullList(t *testing.T) {
 		{err: apierrors.NewResourceExpired("continue too old")},
 		{list: cmList("9", "", cm("a", "1"), cm("b", "8"))},
 	}}
-	res, err := (pager{lister: l, pageSize: 1}).list(context.Background(), metav1.ListOptions{ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	res, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,27 +88,27 @@ func TestListPagesExpiredContinueFallsBackToFullList(t *testing.T) {
 func TestListPagesErrors(t *testing.T) {
 	expired := apierrors.NewResourceExpired("old")
 	l := &pageLister{replies: []listReply{{err: expired}}}
-	if _, err := (pager{lister: l, pageSize: 1}).list(context.Background(), metav1.ListOptions{}); !errors.Is(err, expired) {
+	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); !errors.Is(err, expired) {
 		t.Fatalf("an expired first page is the caller's to handle; got %v", err)
 	}
 	l = &pageLister{replies: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: apierrors.NewInternalError(errors.New("x"))}}}
-	if _, err := (pager{lister: l, pageSize: 1}).list(context.Background(), metav1.ListOptions{}); !apierrors.IsInternalError(err) {
+	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); !apierrors.IsInternalError(err) {
 		t.Fatalf("a failing later page must fail the list; got %v", err)
 	}
 	l = &pageLister{replies: []listReply{{list: &corev1.ConfigMap{}}}}
-	if _, err := (pager{lister: l, pageSize: 1}).list(context.Background(), metav1.ListOptions{}); err == nil {
+	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); err == nil {
 		t.Fatal("a non-list answer must be an error")
 	}
 	table := &unstructured.UnstructuredList{}
 	table.SetAPIVersion("meta.k8s.io/v1")
 	table.SetKind("Table")
 	l = &pageLister{replies: []listReply{{list: table}}}
-	if _, err := (pager{lister: l, pageSize: 1}).list(context.Background(), metav1.ListOptions{}); err == nil {
+	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); err == nil {
 		t.Fatal("a Table answer must be an error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (pager{lister: &pageLister{}, pageSize: 1}).list(ctx, metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := (&pager{lister: &pageLister{}, pageSize: 1}).list(ctx, &metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled context must stop paging; got %v", err)
 	}
 }

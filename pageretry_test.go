@@ -122,7 +122,8 @@ func TestPageRetryStopsOnNonTransientErrorsAndCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {
-			_, err := pager{lister: lw, pageSize: 1, retry: r.newPageRetry()}.list(ctx, metav1.ListOptions{})
+			p := &pager{lister: lw, pageSize: 1, retry: r.newPageRetry()}
+			_, err := p.list(ctx, &metav1.ListOptions{})
 			errc <- err
 		}()
 		synctest.Wait() // waiting to retry the second page
