@@ -35,8 +35,17 @@ const (
 
 // BenchmarkWatchEvents: watch events (one ADDED for three MODIFIED) into a
 // store that does nothing, after a LIST of one object. Per event.
-func BenchmarkWatchEvents(b *testing.B) {
-	events := mixedEvents(benchEvents)
+func BenchmarkWatchEvents(b *testing.B) { benchWatchEvents(b, benchEvents) }
+
+// BenchmarkRunOverhead: what a run costs apart from its events: start, a
+// LIST of one object, a watch with one event, stop. Per run. Stack growth
+// of the Reflector's goroutines shows here (see README, Benchmarks).
+func BenchmarkRunOverhead(b *testing.B) { benchWatchEvents(b, 1) }
+
+// benchWatchEvents runs a Reflector over a LIST of one object and a watch
+// of n mixed events per iteration; per-item figures are per event.
+func benchWatchEvents(b *testing.B, n int) {
+	events := mixedEvents(n)
 	forEachImpl(b, func(b *testing.B, run reflectorRun) {
 		m := newItemMeter(b, len(events))
 		for range b.N {
