@@ -50,10 +50,7 @@ func TestHealthFaultBriefRefusalsRaiseNoAlarm(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newFaultRig(t, cachetest.Options{}, nil)
-				g.sleepUntil(30 * time.Second)
-				from := g.now()
-				g.srv.FailNext(cachetest.VerbWatch, 2, tc.fault)
-				g.srv.CloseWatches()
+				from := g.refuseWatches(2, tc.fault)
 				g.sleepUntil(from + time.Minute)
 				if n := g.srv.Stats().Faults[tc.fault.Kind()]; n != 2 {
 					t.Fatalf("%d watch opens failed, want 2", n)
@@ -63,9 +60,7 @@ func TestHealthFaultBriefRefusalsRaiseNoAlarm(t *testing.T) {
 				synctest.Wait()
 				g.expect(cache.Synced, cache.ReasonNone, "an event flowed after the burst")
 				g.expectConverged()
-				if n := g.srv.Stats().EarlyRetries; n != 0 {
-					t.Fatalf("%d calls before a Retry-After had passed", n)
-				}
+				g.expectNoEarlyRetries()
 			})
 		})
 	}
@@ -82,10 +77,7 @@ func TestHealthFaultLongRefusalsDegradeAfterGrace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newFaultRig(t, cachetest.Options{}, nil)
-				g.sleepUntil(30 * time.Second)
-				from := g.now()
-				g.srv.FailNext(cachetest.VerbWatch, 30, tc.fault)
-				g.srv.CloseWatches()
+				from := g.refuseWatches(30, tc.fault)
 				g.sleepUntil(from + 9*time.Second)
 				g.expectNoAlarm(from, "the first 9 s of "+tc.name+" watch opens (within the grace period)")
 				g.sleepUntil(from + 11*time.Second)
@@ -101,11 +93,29 @@ func TestHealthFaultLongRefusalsDegradeAfterGrace(t *testing.T) {
 				g.awaitSynced(3 * time.Minute)
 				g.expect(cache.Synced, cache.ReasonNone, "an event flowed after the refusals")
 				g.expectConverged()
-				if n := g.srv.Stats().EarlyRetries; n != 0 {
-					t.Fatalf("%d calls before a Retry-After had passed", n)
-				}
+				g.expectNoEarlyRetries()
 			})
 		})
+	}
+}
+
+// refuseWatches cuts the rig's watch 30 s in, the next n watch opens
+// failing with fault; it returns the time of the cut.
+func (g *faultRig) refuseWatches(n int, fault cachetest.Fault) time.Duration {
+	g.t.Helper()
+	g.sleepUntil(30 * time.Second)
+	from := g.now()
+	g.srv.FailNext(cachetest.VerbWatch, n, fault)
+	g.srv.CloseWatches()
+	return from
+}
+
+// expectNoEarlyRetries fails the test if the Reflector made a call before
+// a Retry-After the server gave it had passed.
+func (g *faultRig) expectNoEarlyRetries() {
+	g.t.Helper()
+	if n := g.srv.Stats().EarlyRetries; n != 0 {
+		g.t.Fatalf("%d calls before a Retry-After had passed", n)
 	}
 }
 
