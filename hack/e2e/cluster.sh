@@ -8,8 +8,11 @@
 #                                yet), choose ports, write keys, tokens, a
 #                                kubeconfig and DIR/env, start etcd and then
 #                                kube-apiserver, and wait until both are ready
-#   cluster.sh down DIR          stop kube-apiserver, then etcd; remove DIR
-#   cluster.sh stop NAME DIR     stop NAME (etcd or kube-apiserver): SIGTERM to
+#                                (kube-apiserver-ungated is not started)
+#   cluster.sh down DIR          stop both kube-apiservers, then etcd; remove
+#                                DIR
+#   cluster.sh stop NAME DIR     stop NAME (etcd, kube-apiserver or
+#                                kube-apiserver-ungated): SIGTERM to
 #                                the pid in DIR/NAME.pid, SIGKILL after
 #                                STOP_TIMEOUT seconds; returns once it is gone
 #   cluster.sh kill NAME DIR     SIGKILL NAME at once (a crash: no graceful
@@ -21,11 +24,19 @@
 #                                (kube-apiserver: /readyz, which needs etcd)
 #   cluster.sh logs DIR [N]      print the last N (50) lines of each log
 #
+# kube-apiserver runs with the alpha feature gate ShardedListAndWatch on
+# (server-side sharded LIST and WATCH, KEP-5866). kube-apiserver-ungated is
+# a second kube-apiserver on the same etcd, with the same certificates,
+# tokens and service-account keys but the gate at its default (off), so
+# that it ignores ListOptions.shardSelector; it listens on its own port
+# (UNGATED_APISERVER_URL) and runs only once started by name.
+#
 # Servers run in the background under nohup; each start rewrites
 # DIR/NAME.pid and appends to DIR/NAME.log, so `down` stops whatever runs,
 # whoever started it. DIR/env holds KEY=value lines (never sourced; values
-# may hold spaces): ETCD_URL, APISERVER_URL, CA_FILE, KUBECONFIG,
-# ADMIN_TOKEN (in system:masters), STRANGER_TOKEN (no RBAC rights), ...
+# may hold spaces): ETCD_URL, APISERVER_URL, UNGATED_APISERVER_URL,
+# CA_FILE, KUBECONFIG, ADMIN_TOKEN (in system:masters), STRANGER_TOKEN (no
+# RBAC rights), ...
 #
 #   E2E_BIN        where etcd, kube-apiserver and e2ectl are (default
 #                  .cache/e2e/bin; e2ectl is built there by `up`)
@@ -37,7 +48,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${E2E_BIN:-$root/.cache/e2e/bin}
 ready_timeout=${READY_TIMEOUT:-90s}
 stop_timeout=${STOP_TIMEOUT:-30}
-names="etcd kube-apiserver"
+names="etcd kube-apiserver kube-apiserver-ungated"
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
@@ -65,18 +76,34 @@ server_args() {
       "--initial-cluster=e2e=$peer" --unsafe-no-fsync --log-level=warn
       --enable-grpc-gateway=true)
     ;;
-  kube-apiserver)
+  kube-apiserver | kube-apiserver-ungated)
+    local port=APISERVER_PORT gates=--feature-gates=ShardedListAndWatch=true
+    if [ "$1" = kube-apiserver-ungated ]; then
+      port=UNGATED_APISERVER_PORT gates=
+    fi
+    # The ungated server shares --cert-dir: kube-apiserver writes a
+    # self-signed certificate there only when none exists, so both serve
+    # the one in CA_FILE (it names 127.0.0.1, whatever the port).
     args=("--etcd-servers=$(env_get "$dir" ETCD_URL)"
       --bind-address=127.0.0.1 --advertise-address=127.0.0.1
-      "--secure-port=$(env_get "$dir" APISERVER_PORT)" "--cert-dir=$dir/certs"
+      "--secure-port=$(env_get "$dir" "$port")" "--cert-dir=$dir/certs"
       "--token-auth-file=$dir/tokens.csv" --authorization-mode=RBAC
       --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none
       --service-account-issuer=https://kubernetes.default.svc
       "--service-account-key-file=$dir/sa.pub"
       "--service-account-signing-key-file=$dir/sa.key"
-      "--watch-cache-sizes=secrets#0" --shutdown-watch-termination-grace-period=2s)
+      "--watch-cache-sizes=secrets#0" --shutdown-watch-termination-grace-period=2s
+      ${gates:+"$gates"})
     ;;
-  *) die "unknown server $1 (etcd or kube-apiserver)" ;;
+  *) die "unknown server $1 (etcd, kube-apiserver or kube-apiserver-ungated)" ;;
+  esac
+}
+
+# binary_of NAME prints the name of NAME's binary.
+binary_of() {
+  case $1 in
+  kube-apiserver-ungated) echo kube-apiserver ;;
+  *) echo "$1" ;;
   esac
 }
 
@@ -91,7 +118,7 @@ running() {
     stat=$(cat "/proc/$pid/stat" 2> /dev/null) || return 1
     [[ $stat =~ \)\ Z ]] && return 1
     IFS= read -r -d '' cmd 2> /dev/null < "/proc/$pid/cmdline" || return 1
-    [ "$cmd" = "$(env_get "$2" BIN)/$1" ] || return 1
+    [ "$cmd" = "$(env_get "$2" BIN)/$(binary_of "$1")" ] || return 1
   fi
   echo "$pid"
 }
@@ -105,6 +132,9 @@ wait_ready() {
   kube-apiserver)
     "$bin/e2ectl" ready -pid "$3" "$(env_get "$dir" APISERVER_URL)" \
       "$(env_get "$dir" CA_FILE)" "$(env_get "$dir" ADMIN_TOKEN)" "$ready_timeout" ;;
+  kube-apiserver-ungated)
+    "$bin/e2ectl" ready -pid "$3" "$(env_get "$dir" UNGATED_APISERVER_URL)" \
+      "$(env_get "$dir" CA_FILE)" "$(env_get "$dir" ADMIN_TOKEN)" "$ready_timeout" ;;
   esac
 }
 
@@ -115,7 +145,7 @@ cmd_start() {
   if pid=$(running "$name" "$dir"); then
     echo "cluster.sh: $name already running (pid $pid)" >&2
   else
-    nohup "$(env_get "$dir" BIN)/$name" "${args[@]}" >> "$dir/$name.log" 2>&1 < /dev/null &
+    nohup "$(env_get "$dir" BIN)/$(binary_of "$name")" "${args[@]}" >> "$dir/$name.log" 2>&1 < /dev/null &
     pid=$!
     echo "$pid" > "$dir/$name.pid"
   fi
@@ -129,7 +159,7 @@ cmd_start() {
 # cmd_stop NAME DIR [SIGNAL]: SIGNAL (TERM) first, SIGKILL after the timeout.
 cmd_stop() {
   local name=$1 dir=$2 signal=${3:-TERM} pid i
-  case $name in etcd | kube-apiserver) ;; *) die "unknown server $name" ;; esac
+  case $name in etcd | kube-apiserver | kube-apiserver-ungated) ;; *) die "unknown server $name" ;; esac
   if ! pid=$(running "$name" "$dir"); then
     rm -f "$dir/$name.pid"
     return 0
@@ -150,9 +180,9 @@ cmd_stop() {
 
 # write_files DIR writes everything the servers and clients read.
 write_files() {
-  local dir=$1 ports etcd_port peer_port api_port
-  ports=$("$bin/e2ectl" ports 3)
-  read -r etcd_port peer_port api_port <<< "$ports"
+  local dir=$1 ports etcd_port peer_port api_port ungated_port
+  ports=$("$bin/e2ectl" ports 4)
+  read -r etcd_port peer_port api_port ungated_port <<< "$ports"
   {
     echo "DIR=$dir"
     echo "BIN=$bin"
@@ -160,6 +190,8 @@ write_files() {
     echo "ETCD_PEER_URL=http://127.0.0.1:$peer_port"
     echo "APISERVER_PORT=$api_port"
     echo "APISERVER_URL=https://127.0.0.1:$api_port"
+    echo "UNGATED_APISERVER_PORT=$ungated_port"
+    echo "UNGATED_APISERVER_URL=https://127.0.0.1:$ungated_port"
     echo "CA_FILE=$dir/certs/apiserver.crt"
     echo "KUBECONFIG=$dir/kubeconfig"
     echo "ADMIN_TOKEN=kreflector-e2e-admin"
@@ -197,7 +229,7 @@ cmd_up() {
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   [ ! -e "$dir/env" ] || die "$dir already holds a cluster"
-  for name in $names; do
+  for name in etcd kube-apiserver; do
     [ -x "$bin/$name" ] || die "no $bin/$name: run hack/e2e/build.sh"
   done
   (cd "$root" && go build -o "$bin/e2ectl" ./hack/e2e/e2ectl)
@@ -209,6 +241,7 @@ cmd_up() {
 cmd_down() {
   local dir=$1
   [ -f "$dir/env" ] || die "$dir holds no cluster (no env file); not removing it"
+  cmd_stop kube-apiserver-ungated "$dir"
   cmd_stop kube-apiserver "$dir"
   cmd_stop etcd "$dir"
   rm -rf "$dir"
