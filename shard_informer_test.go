@@ -28,7 +28,7 @@ func (l *changeLog) add(kind string, obj interface{}) {
 
 func (l *changeLog) handler() ResourceEventHandlerFuncs {
 	return ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { l.add("add", o) },
+		AddFunc: func(o interface{}) { l.add("add", o) },
 		UpdateFunc: func(old, o interface{}) {
 			l.add("update", o)
 			l.mu.Lock()
