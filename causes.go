@@ -35,10 +35,12 @@ const (
 	// ListInvalidRV: the server rejected the resourceVersion to list at as
 	// malformed (it came from an object with a broken one).
 	ListInvalidRV ListCause = "invalid_rv"
+	// ListReshard: the Reflector's shard changed (Reflector.SetShard).
+	ListReshard ListCause = "reshard"
 )
 
 // ListCauses is every ListCause, in a fixed order.
-var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV}
+var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV, ListReshard}
 
 // WatchEndCause says why a watch ended, or failed to open, while the
 // Reflector was running.

@@ -40,12 +40,14 @@ func classify(w where, err error, f facts) outcome {
 
 // failing sets o's health effect and reason for err, a failure the
 // Reflector retries: reported at once when waiting cannot mend it (the
-// request is forbidden or the resource not served), else a loss of touch,
-// reported if it lasts the grace period.
+// request is forbidden, malformed, or the resource not served; the server
+// ignored the shard selector), else a loss of touch, reported if it lasts
+// the grace period.
 func failing(o outcome, err error, fallback DegradedReason) outcome {
 	o.reason = reasonFor(err, fallback)
 	o.health = healthLoss
-	if o.reason == ReasonForbidden || o.reason == ReasonNotFound {
+	switch o.reason {
+	case ReasonForbidden, ReasonNotFound, ReasonRejected, ReasonShardIgnored:
 		o.health = healthNow
 	}
 	return o
@@ -184,6 +186,10 @@ func retryAfter(err error) time.Duration {
 // nothing more specific.
 func reasonFor(err error, fallback DegradedReason) DegradedReason {
 	switch {
+	case IsShardIgnored(err):
+		return ReasonShardIgnored
+	case apierrors.IsBadRequest(err):
+		return ReasonRejected
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		return ReasonForbidden
 	case apierrors.IsNotFound(err):

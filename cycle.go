@@ -56,6 +56,9 @@ type cycle struct {
 	wTimeout int32
 	internal retryWindow
 	resync   *resyncTimer
+	// shard is what a sharded Reflector's requests select and its
+	// responses are checked against in this cycle; nil when unsharded.
+	shard *shardSpec
 	// err is what ListAndWatch returns.
 	err error
 	// retryAfter is the delay the server asked for with its last failure,
@@ -68,7 +71,16 @@ func newCycle(ctx context.Context, r *Reflector) *cycle {
 		r:        r,
 		logger:   r.loggerFor(ctx),
 		internal: retryWindow{max: r.MaxInternalErrorRetryDuration, quiet: time.Minute},
+		shard:    r.shards.current(),
 	}
+}
+
+// selector is the ShardSelector of the cycle's requests ("" unsharded).
+func (c *cycle) selector() string {
+	if c.shard == nil {
+		return ""
+	}
+	return c.shard.selector
 }
 
 func (c *cycle) run(ctx context.Context) error {
@@ -145,6 +157,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 		ResourceVersion:     c.r.pos.watchRV(),
 		TimeoutSeconds:      c.r.watchTimeout(),
 		AllowWatchBookmarks: true,
+		ShardSelector:       c.selector(),
 	}
 	c.wMode = modeLive
 	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {

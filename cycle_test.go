@@ -29,8 +29,9 @@ func TestClassify(t *testing.T) {
 	stalled := fmt.Errorf("%w: still open", ErrWatchStalled)
 	resync := fmt.Errorf("%w: boom", errStoreResync)
 	lost := errors.New("http2: client connection lost")
+	shardIgnored := fmt.Errorf("%w: no shardInfo", ErrShardIgnored)
 	at5 := facts{listRV: "5"}
-	for _, tc := range classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, notFound, badRequest, short, stalled, resync, lost, at5) {
+	for _, tc := range classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, notFound, badRequest, short, stalled, resync, lost, shardIgnored, at5) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.where, tc.err, tc.facts); got != tc.want {
 				t.Errorf("classify(%v, %v, %+v)\n got %+v\nwant %+v", tc.where, tc.err, tc.facts, got, tc.want)
@@ -47,7 +48,7 @@ type classifyCase struct {
 	want  outcome
 }
 
-func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, notFound, badRequest, short, stalled, resync, lost error, at5 facts) []classifyCase {
+func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, notFound, badRequest, short, stalled, resync, lost, shardIgnored error, at5 facts) []classifyCase {
 	return concat(
 		[]classifyCase{
 			// A LIST failed (after its page retries).
@@ -59,8 +60,14 @@ func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, 
 				outcome{next: stepListLatest, relist: ListInvalidRV, reached: true, forgetRV: true}},
 			{"LIST 410 at the latest", atList, expired, facts{},
 				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
-			{"LIST 400 at RV 0", atList, badRequest, facts{listRV: "0"},
-				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+			{"LIST 400 at RV 0 (a malformed request: reported at once)", atList, badRequest, facts{listRV: "0"},
+				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonRejected}},
+			{"LIST the server did not shard", atList, shardIgnored, at5,
+				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonShardIgnored}},
+			{"watch event outside the shard", atWatchStream, shardIgnored, facts{delivered: true},
+				outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonShardIgnored, streak: streakReset}},
+			{"WatchList initial event outside the shard", atWatchListStream, shardIgnored, facts{},
+				outcome{next: stepListInstead, relist: ListWatchListFallback, health: healthNow, reason: ReasonShardIgnored, end: WatchFailed}},
 			{"LIST 403", atList, forbidden, at5,
 				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonForbidden}},
 			{"LIST 401", atList, unauthorized, at5,

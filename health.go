@@ -59,6 +59,13 @@ const (
 	ReasonStaleRVLoop DegradedReason = "StaleRVLoop"
 	// ReasonStalled: a watch went silent for the stall window.
 	ReasonStalled DegradedReason = "Stalled"
+	// ReasonShardIgnored: a sharded Reflector's server did not apply the
+	// shard selector (see ErrShardIgnored); reported at once.
+	ReasonShardIgnored DegradedReason = "ShardIgnored"
+	// ReasonRejected: the server rejected a request as malformed (400
+	// BadRequest), for example a shard selector it cannot parse; reported
+	// at once, since retrying the same request cannot mend it.
+	ReasonRejected DegradedReason = "Rejected"
 )
 
 // ReasonWatchFailed is the old name of ReasonWatchFailing, whose value

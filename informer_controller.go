@@ -23,6 +23,9 @@ type controller struct {
 
 	mu        sync.RWMutex
 	reflector *Reflector
+	// shard, if set, is the shard SetShard gave before the Reflector was
+	// built; it is built with it.
+	shard *Shard
 }
 
 // New returns a Controller for c, driven by this package's Reflector.
@@ -56,8 +59,8 @@ func (c *controller) Run(stopCh <-chan struct{}) {
 // Reflector and the pop loop have both stopped. Call it once.
 func (c *controller) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	r := c.newReflector(ctx)
 	c.mu.Lock()
+	r := c.newReflector(ctx)
 	c.reflector = r
 	c.mu.Unlock()
 	var wg sync.WaitGroup
@@ -75,7 +78,7 @@ func (c *controller) RunWithContext(ctx context.Context) {
 	c.processLoop(ctx)
 }
 
-// newReflector builds the Reflector RunWithContext runs.
+// newReflector builds the Reflector RunWithContext runs; c.mu is held.
 func (c *controller) newReflector(ctx context.Context) *Reflector {
 	cfg := &c.config
 	logger := klog.FromContext(ctx)
@@ -93,6 +96,9 @@ func (c *controller) newReflector(ctx context.Context) *Reflector {
 	}
 	if c.adjust != nil {
 		c.adjust(&opts)
+	}
+	if c.shard != nil {
+		opts.Shard = c.shard
 	}
 	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
 	r.ShouldResync = cfg.ShouldResync

@@ -62,8 +62,8 @@ func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause L
 	// The pager is built here: its retry policy draws its seed from the
 	// Reflector's generator, which only the loop goroutine may use.
 	lc := &listCall{
-		p:    pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry()},
-		opts: metav1.ListOptions{ResourceVersion: rv},
+		p:    pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry(), shard: c.shard.newCheck()},
+		opts: metav1.ListOptions{ResourceVersion: rv, ShardSelector: c.selector()},
 	}
 	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
 	for {
@@ -76,6 +76,7 @@ func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause L
 		case o := <-call.done:
 			res, err := o.result()
 			c.r.stats.listed(cause, res.pageRetries)
+			c.r.stats.shardDropped(res.shardDropped)
 			return res, err, true
 		}
 	}

@@ -63,6 +63,7 @@ const (
 	MetricLastResourceVersion   = "reflector_last_resource_version"
 	MetricLastEventTimestamp    = "reflector_last_event_timestamp_seconds"
 	MetricLastBookmarkTimestamp = "reflector_last_bookmark_timestamp_seconds"
+	MetricShardDropped          = "reflector_shard_dropped_total"
 )
 
 // MetricKind says whether a metric is a counter or a gauge.
@@ -100,6 +101,7 @@ var MetricDescs = []MetricDesc{
 	{Name: MetricLastResourceVersion, Kind: Gauge, Help: "Newest resourceVersion the store reached, when numeric."},
 	{Name: MetricLastEventTimestamp, Kind: Gauge, Help: "Unix time of the last watch event."},
 	{Name: MetricLastBookmarkTimestamp, Kind: Gauge, Help: "Unix time of the last bookmark."},
+	{Name: MetricShardDropped, Kind: Counter, Help: "Objects left out of the store as outside the reflector's shard (filtering locally)."},
 }
 
 func causeNames[S ~string](causes []S) []string {

@@ -97,6 +97,28 @@ type ReflectorOptions struct {
 	// Metrics, if set, receives the Reflector's metrics while it runs (see
 	// ReflectorMetricsProvider); Stats works without it.
 	Metrics ReflectorMetricsProvider
+
+	// Shard, if set, makes the Reflector a sharded one: it caches only the
+	// objects whose key hashes into the shard, sending Shard.String() as
+	// the ShardSelector of every LIST, WATCH and WatchList so that
+	// kube-apiserver (1.36+, feature gate ShardedListAndWatch) filters on
+	// the server. It verifies that the server did: every LIST page must
+	// echo the selector in ListMeta.ShardInfo, and every LIST item, and
+	// each watch stream's objects until the stream has shown it applies
+	// the selector, must hash into the shard. Otherwise no such data
+	// reaches the store: the cycle fails with an error wrapping
+	// ErrShardIgnored, Health is Degraded (ReasonShardIgnored), and the
+	// Reflector keeps retrying with backoff, so a server reconfigured
+	// later is picked up. A ListerWatcher must not set a ShardSelector of
+	// its own (the echo shows it, and that is the same error). The shard
+	// can be changed while the Reflector runs (SetShard). nil: unsharded.
+	Shard *Shard
+	// ShardFilterLocally, with Shard, accepts a server that ignores the
+	// selector: objects outside the shard are dropped before the store
+	// (counted in Stats.ShardDropped), so each object is still handled by
+	// one replica, at the full network and decode cost of an unsharded
+	// Reflector. A server that applies the selector is still used as such.
+	ShardFilterLocally bool
 }
 
 // logger is the Logger option or klog's default.

@@ -24,6 +24,8 @@ type listed struct {
 	paged bool
 	// pageRetries counts pages retried after transient errors.
 	pageRetries int
+	// shardDropped counts items left out as outside the shard.
+	shardDropped int
 }
 
 // pager runs paginated LISTs.
@@ -34,6 +36,8 @@ type pager struct {
 	// retry retries continued pages after transient errors (the zero
 	// value never does).
 	retry pageRetry
+	// shard checks each page of a sharded Reflector; nil when unsharded.
+	shard *shardCheck
 }
 
 // list LISTs with opts, following continue tokens, and gathers the items.
@@ -74,7 +78,7 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, err
 			return out, err
 		}
 		p.retry.succeeded()
-		next, err := out.addPage(page)
+		next, err := out.addPage(page, p.shard)
 		if err != nil || next == "" {
 			return out, err
 		}
@@ -105,14 +109,15 @@ func (p *pager) listUnpaged(ctx context.Context, opts *metav1.ListOptions, parti
 	if err != nil {
 		return out, err
 	}
-	_, err = out.addPage(page)
+	_, err = out.addPage(page, p.shard)
 	return out, err
 }
 
 // addPage appends the items of page and returns its continue token. The
 // first page sets the resourceVersion and sizes the item slice from the
-// server's remaining-item count.
-func (l *listed) addPage(page runtime.Object) (string, error) {
+// server's remaining-item count. A sharded Reflector's page is checked
+// by shard (nil when unsharded).
+func (l *listed) addPage(page runtime.Object, shard *shardCheck) (string, error) {
 	if gvk, table := unsupportedTableList(page); table {
 		return "", fmt.Errorf("unsupported list of kind %v: the Reflector cannot store Table objects", gvk)
 	}
@@ -125,6 +130,7 @@ func (l *listed) addPage(page runtime.Object) (string, error) {
 		l.resourceVersion = m.GetResourceVersion()
 		l.items = make([]interface{}, 0, initialCapacity(page, m))
 	}
+	from := len(l.items)
 	err = meta.EachListItemWithAlloc(page, func(o runtime.Object) error {
 		l.items = append(l.items, o)
 		return nil
@@ -132,7 +138,24 @@ func (l *listed) addPage(page runtime.Object) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
 	}
+	if shard != nil {
+		if err := l.checkShard(shard, page, m, from); err != nil {
+			return "", err
+		}
+	}
 	return m.GetContinue(), nil
+}
+
+// checkShard checks a page whose items start at from against shard.
+func (l *listed) checkShard(shard *shardCheck, page runtime.Object, m metav1.ListInterface, from int) error {
+	if err := shard.page(page, m); err != nil {
+		return err
+	}
+	before := shard.dropped
+	items, err := shard.items(l.items, from)
+	l.items = items
+	l.shardDropped += shard.dropped - before
+	return err
 }
 
 func initialCapacity(page runtime.Object, m metav1.ListInterface) int {

@@ -86,6 +86,8 @@ type Reflector struct {
 	stallWindow    time.Duration
 	// server is what the Reflector has learned about the server.
 	server serverFacts
+	// shards holds the shard of a sharded Reflector; nil when unsharded.
+	shards *shardControl
 }
 
 // NewReflector creates a Reflector named after the caller's file:line.
@@ -103,8 +105,9 @@ func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, 
 // NewReflectorWithOptions creates a Reflector that keeps store in step with
 // the resource lw serves. Only objects of expectedType's Go type (and, for
 // an Unstructured with apiVersion and kind set, that GVK) reach the store;
-// nil accepts anything. It panics if lw or store is nil: those are
-// programming errors that would otherwise only show up as a hang later.
+// nil accepts anything. It panics if lw or store is nil, or options.Shard
+// points at the zero Shard: those are programming errors that would
+// otherwise only show up as a hang, or an unsharded cache, later.
 func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
 	mustBeSet(lw, "ListerWatcher")
 	mustBeSet(store, "store")
@@ -137,6 +140,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		staleThreshold:    o.StaleRVThreshold,
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
+		shards:            newShardControl(o.Shard, o.ShardFilterLocally),
 	}
 }
 
@@ -183,14 +187,27 @@ func (r *Reflector) RunWithContext(ctx context.Context) {
 	}
 	defer r.live.stopTimer()
 	for ctx.Err() == nil {
-		retryAfter, err := r.listAndWatch(ctx)
-		if err != nil {
-			r.watchErrorHandler(ctx, r, err)
-		}
-		if !r.sleep(ctx, max(r.nextBackoff(), retryAfter)) {
+		if !r.runOnce(ctx) {
 			return
 		}
 	}
+}
+
+// runOnce runs one cycle and the backoff wait after it; false if ctx ended
+// first. A sharded Reflector whose shard changes ends both at once and
+// syncs again without waiting (see SetShard).
+func (r *Reflector) runOnce(ctx context.Context) bool {
+	ictx := r.shards.begin(ctx)
+	retryAfter, err := r.listAndWatch(ictx)
+	if err != nil && ictx.Err() == nil {
+		r.watchErrorHandler(ctx, r, err)
+	}
+	slept := r.sleep(ictx, max(r.nextBackoff(), retryAfter))
+	if r.shards.end() && ctx.Err() == nil {
+		r.listCause = ListReshard
+		return true
+	}
+	return slept
 }
 
 // ListAndWatch is ListAndWatchWithContext with a context that ends when

@@ -160,6 +160,9 @@ func describeOptions(o metav1.ListOptions) string {
 		inRange := *t >= 300 && *t < 600
 		fmt.Fprintf(&b, " timeoutInRange=%v", inRange)
 	}
+	if o.ShardSelector != "" {
+		fmt.Fprintf(&b, " shard=%s", o.ShardSelector)
+	}
 	return b.String()
 }
 

@@ -27,6 +27,10 @@ type Stats struct {
 	Events map[watch.EventType]uint64
 	// ItemsListed counts objects received by every LIST and WatchList sync.
 	ItemsListed uint64
+	// ShardDropped counts objects a sharded Reflector filtering locally
+	// (ReflectorOptions.ShardFilterLocally) left out of its store because
+	// they hash outside its shard: LIST items and watch events.
+	ShardDropped uint64
 	// LastListItems and LastListDuration describe the last successful sync.
 	LastListItems    int
 	LastListDuration time.Duration
@@ -67,7 +71,7 @@ type statsRecorder struct {
 
 // The sizes of the fixed sets (a test checks them against the sets).
 const (
-	numListCauses     = 9
+	numListCauses     = 10
 	numWatchEndCauses = 10
 	numEventTypes     = 6
 )
@@ -147,6 +151,17 @@ func (r *statsRecorder) listed(cause ListCause, pageRetries int) {
 	r.m.listed(cause, pageRetries)
 }
 
+// shardDropped counts n objects left out as outside the shard.
+func (r *statsRecorder) shardDropped(n int) {
+	if n == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.ShardDropped += uint64(n)
+	r.m.counter(MetricShardDropped, "").Add(float64(n))
+}
+
 // watchOpened counts an opened watch.
 func (r *statsRecorder) watchOpened() {
 	r.mu.Lock()
@@ -180,6 +195,8 @@ type eventBatch struct {
 	// events, so 16 bits are plenty (the constant below fails to compile
 	// if burst ever outgrows them).
 	counts [numEventTypes]uint16
+	// shardDropped counts events left out as outside the shard.
+	shardDropped uint16
 }
 
 const _ = uint16(burst + 1)
@@ -200,6 +217,7 @@ func (r *statsRecorder) flush(b *eventBatch, rv string, now time.Time) {
 		r.events[i] += uint64(n)
 	}
 	r.s.LastEvent = now
+	r.s.ShardDropped += uint64(b.shardDropped)
 	if b.hasBookmark() {
 		r.s.LastBookmark = now
 	}
@@ -218,6 +236,9 @@ func (r *statsRecorder) flushMetricsLocked(b *eventBatch, now time.Time) {
 		}
 	}
 	r.m.gauge(MetricLastEventTimestamp).Set(unixSeconds(now))
+	if b.shardDropped > 0 {
+		r.m.counter(MetricShardDropped, "").Add(float64(b.shardDropped))
+	}
 	if b.hasBookmark() {
 		r.m.gauge(MetricLastBookmarkTimestamp).Set(unixSeconds(now))
 	}

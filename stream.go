@@ -102,7 +102,9 @@ type streamer struct {
 	bookmarks ReflectorBookmarkStore
 	pos       *resumePosition
 	subject   *subject
-	stall     stallDetector
+	// shard checks a sharded Reflector's events; nil when unsharded.
+	shard *shardCheck
+	stall stallDetector
 	// batch counts the events of the current burst for the stats.
 	batch eventBatch
 	// mode follows batch, in its padding.
@@ -115,6 +117,7 @@ func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 	s := &streamer{
 		owner: c, w: w, mode: mode, pos: &r.pos, subject: &r.subject,
 		stall: stallDetector{clock: r.clock, window: r.stallWindow},
+		shard: c.shard.newCheck(),
 	}
 	if r.server.sendsBookmarks && c.wTimeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
@@ -239,6 +242,14 @@ func (s *streamer) apply(ev watch.Event) error {
 	if !ok {
 		s.batch.count(idxDropped)
 		return nil
+	}
+	if s.shard != nil && ev.Type != watch.Bookmark {
+		if keep, err := s.shard.event(obj, ev.Object); !keep {
+			if err == nil {
+				s.batch.shardDropped++
+			}
+			return err
+		}
 	}
 	s.dispatch(ev, obj)
 	s.track(obj)

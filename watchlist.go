@@ -35,6 +35,7 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		SendInitialEvents:    ptr.To(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		TimeoutSeconds:       r.watchTimeout(),
+		ShardSelector:        c.selector(),
 	}
 	c.requested(opts)
 	start := c.wStart

@@ -1,0 +1,128 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrNotSharded is returned by SetShard on a Reflector (or informer)
+// created without ReflectorOptions.Shard.
+var ErrNotSharded = errors.New("not created with a shard (ReflectorOptions.Shard)")
+
+// Resharder is implemented by a sharded Reflector and by this package's
+// informers: SetShard changes the shard while it runs.
+type Resharder interface {
+	SetShard(s Shard) error
+}
+
+var _ Resharder = &Reflector{}
+
+// SetShard changes the shard of a Reflector created with
+// ReflectorOptions.Shard. Safe from any goroutine, before or while it
+// runs. A running Reflector ends its cycle at once (the watch, a LIST in
+// flight, or a backoff wait) and syncs again with the new selector, a LIST
+// counted as ListReshard; the store's Replace then turns the difference into
+// changes: objects that left the shard are deleted, objects that entered it
+// added, and the others replaced by their current state. Until that Replace
+// the store keeps what the old shard held, so a replica never owns less than
+// the smaller of its old and new shard. To hand ranges over between replicas
+// with an owner for every object at every instant, give each replica the
+// union of its old and new shard (Shard.Union), wait until every replica has
+// synced, then give each its new shard.
+//
+// It fails, changing nothing, for the zero Shard (ErrInvalidShard) or a
+// Reflector created unsharded (ErrNotSharded). Setting the shard it has is a
+// no-op.
+func (r *Reflector) SetShard(s Shard) error {
+	switch {
+	case s.IsZero():
+		return fmt.Errorf("%w: SetShard with the zero Shard", ErrInvalidShard)
+	case r.shards == nil:
+		return fmt.Errorf("SetShard on reflector %s: %w", r.name, ErrNotSharded)
+	}
+	r.shards.set(s)
+	return nil
+}
+
+// Shard returns the Reflector's shard; the zero Shard if it is unsharded.
+func (r *Reflector) Shard() Shard {
+	if spec := r.shards.current(); spec != nil {
+		return spec.shard
+	}
+	return Shard{}
+}
+
+// shardControl holds a sharded Reflector's shard, which SetShard may
+// change from any goroutine, and ends the Run iteration in progress when it
+// does. Its mutex guards every field.
+type shardControl struct {
+	mu   sync.Mutex
+	spec *shardSpec
+	// cancel ends the Run iteration in progress; nil between iterations.
+	cancel context.CancelFunc
+	// changed: the shard changed during the iteration in progress.
+	changed bool
+}
+
+func newShardControl(s *Shard, local bool) *shardControl {
+	if s == nil {
+		return nil
+	}
+	if s.IsZero() {
+		panic("cache: ReflectorOptions.Shard is the zero Shard; make one with ReplicaShard, NewShard or ParseShard")
+	}
+	return &shardControl{spec: newShardSpec(*s, local)}
+}
+
+// current is the shard to use now; nil when unsharded (sc nil).
+func (sc *shardControl) current() *shardSpec {
+	if sc == nil {
+		return nil
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.spec
+}
+
+func (sc *shardControl) set(s Shard) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.spec.shard.Equal(s) {
+		return
+	}
+	sc.spec = newShardSpec(s, sc.spec.local)
+	sc.changed = true
+	if sc.cancel != nil {
+		sc.cancel()
+	}
+}
+
+// begin starts a Run iteration (a cycle and the wait after it): the
+// returned context ends with ctx or when the shard changes. A nil
+// shardControl (unsharded) returns ctx itself.
+func (sc *shardControl) begin(ctx context.Context) context.Context {
+	if sc == nil {
+		return ctx
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.cancel, sc.changed = cancel, false
+	return ictx
+}
+
+// end ends the iteration begin started and says whether the shard changed
+// during it.
+func (sc *shardControl) end() bool {
+	if sc == nil {
+		return false
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.cancel()
+	changed := sc.changed
+	sc.cancel, sc.changed = nil, false
+	return changed
+}

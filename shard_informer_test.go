@@ -1,0 +1,131 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// changeLog records handler calls as "add a", "update a", "delete a".
+type changeLog struct {
+	mu      sync.Mutex
+	changes []string
+}
+
+func (l *changeLog) add(kind string, obj interface{}) {
+	if t, ok := obj.(DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.changes = append(l.changes, fmt.Sprintf("%s %s", kind, obj.(*corev1.ConfigMap).Name))
+}
+
+func (l *changeLog) handler() ResourceEventHandlerFuncs {
+	return ResourceEventHandlerFuncs{
+		AddFunc: func(o interface{}) { l.add("add", o) },
+		UpdateFunc: func(old, o interface{}) {
+			l.add("update", o)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			last := &l.changes[len(l.changes)-1]
+			*last += "@" + old.(*corev1.ConfigMap).ResourceVersion + "->" + o.(*corev1.ConfigMap).ResourceVersion
+		},
+		DeleteFunc: func(o interface{}) { l.add("delete", o) },
+	}
+}
+
+func (l *changeLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.changes
+	l.changes = nil
+	slices.Sort(out)
+	return out
+}
+
+// Resharding a running informer: objects that left the shard reach the
+// handlers as deletes, those that entered as adds, and unchanged ones as
+// nothing new: the update with the same resourceVersion on both sides
+// that every relist brings, as in client-go. The informer was made sharded
+// by the one-line constructor.
+func TestInformerReshard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		old := mustShard(t, 0, 2) // the first half
+		q0, q2 := mustShard(t, 0, 4), mustShard(t, 2, 4)
+		next, _ := q0.Union(q2) // the first and the third quarter
+		stays := shardedCM(t, q0, "stays", "2", true)
+		leaves := shardedCM(t, mustShard(t, 1, 4), "leaves", "3", true)
+		enters := shardedCM(t, q2, "enters", "4", true)
+		lw := newScript([]listReply{
+			{list: echoed(cmList("5", "", stays, leaves), old)},
+			{list: echoed(cmList("6", "", stays, enters), next)},
+		}, []watchReply{{hang: true}, {hang: true}})
+		inf := NewSharedIndexInformerWith(ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false)})(lw, &corev1.ConfigMap{}, 0, Indexers{})
+		log := &changeLog{}
+		if _, err := inf.AddEventHandler(log.handler()); err != nil {
+			t.Fatal(err)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		if got, want := log.take(), []string{"add leaves", "add stays"}; !slices.Equal(got, want) {
+			t.Fatalf("first sync: %q, want %q", got, want)
+		}
+		if err := inf.(Resharder).SetShard(next); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got, want := log.take(), []string{"add enters", "delete leaves", "update stays@2->2"}; !slices.Equal(got, want) {
+			t.Fatalf("after the reshard: %q, want %q", got, want)
+		}
+		keys := inf.GetStore().ListKeys()
+		slices.Sort(keys)
+		if want := []string{"ns/enters", "ns/stays"}; !slices.Equal(keys, want) {
+			t.Fatalf("store %q, want %q", keys, want)
+		}
+	})
+}
+
+// SetShard before Run makes an informer sharded; the zero Shard is an
+// error; an informer running unsharded cannot be resharded.
+func TestInformerSetShardBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 1, 2)
+		in := shardedCM(t, s, "in", "2", true)
+		lw := newScript([]listReply{{list: echoed(cmList("5", "", in), s)}}, []watchReply{{hang: true}})
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{})
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{UseWatchList: ptr.To(false)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.(Resharder).SetShard(Shard{}); err == nil {
+			t.Fatal("SetShard(zero) succeeded")
+		}
+		if err := inf.(Resharder).SetShard(s); err != nil {
+			t.Fatal(err)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		calls := lw.recorded()
+		if len(calls) == 0 || !slices.Contains(calls, `LIST rv="0" limit=500 shard=`+s.String()) {
+			t.Fatalf("calls %q, want a sharded LIST", calls)
+		}
+		if keys := inf.GetStore().ListKeys(); !slices.Equal(keys, []string{"ns/in"}) {
+			t.Fatalf("store %q", keys)
+		}
+
+		plain := NewSharedIndexInformer(newScript(nil, nil), &corev1.ConfigMap{}, 0, Indexers{})
+		stopPlain := runInformer(t, plain)
+		defer stopPlain()
+		synctest.Wait()
+		if err := plain.(Resharder).SetShard(s); err == nil {
+			t.Fatal("SetShard on a running unsharded informer succeeded")
+		}
+	})
+}

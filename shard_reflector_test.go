@@ -1,0 +1,346 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// shardedCM is a ConfigMap whose UID hashes into s (in) or out of it.
+func shardedCM(t testing.TB, s Shard, name, rv string, in bool) *corev1.ConfigMap {
+	t.Helper()
+	for i := 0; ; i++ {
+		c := cm(name, rv)
+		c.UID = types.UID(fmt.Sprintf("uid-%s-%d", name, i))
+		if ok, _ := s.Contains(c); ok == in {
+			return c
+		}
+	}
+}
+
+// echoed is a LIST page that says the server applied s.
+func echoed(l *corev1.ConfigMapList, s Shard) *corev1.ConfigMapList {
+	l.ShardInfo = &metav1.ShardInfo{Selector: s.String()}
+	return l
+}
+
+func newShardedReflector(lw ListerWatcher, store ReflectorStore, s Shard, local bool) *Reflector {
+	return NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{
+		UseWatchList: ptr.To(false), Shard: &s, ShardFilterLocally: local,
+	})
+}
+
+// Every LIST and WATCH carries the selector; a server that applies it is
+// used as any other.
+func TestShardedReflectorSendsSelector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 1, 2)
+		a, b := shardedCM(t, s, "a", "2", true), shardedCM(t, s, "b", "3", true)
+		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s)}},
+			[]watchReply{{events: []watch.Event{ev(watch.Added, b)}, hang: true}})
+		store := &recordingStore{}
+		r := newShardedReflector(lw, store, s, false)
+		startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		for _, call := range lw.recorded() {
+			if !strings.HasSuffix(call, " shard="+s.String()) {
+				t.Errorf("call %q does not carry the shard selector", call)
+			}
+		}
+		if got := store.recorded(); !slices.Contains(got, "Add ns/b@3") {
+			t.Errorf("store calls %q, want b added", got)
+		}
+		if h := r.Health(); h.State != Synced {
+			t.Errorf("health %+v, want Synced", h)
+		}
+	})
+}
+
+// A LIST the server did not shard never reaches the store: no echo, an
+// echo of another selector (a ListerWatcher that sets its own), or an item
+// outside the shard. Health says so at once, WaitForSync's error says how
+// to fix it, and the Reflector tries again with backoff, syncing once the
+// server shards.
+func TestShardIgnoredListIsRefused(t *testing.T) {
+	s := mustShard(t, 0, 2)
+	other := mustShard(t, 1, 2)
+	cases := map[string]func(t *testing.T) *corev1.ConfigMapList{
+		"no echo": func(t *testing.T) *corev1.ConfigMapList { return cmList("5", "", shardedCM(t, s, "a", "2", true)) },
+		"other echo": func(t *testing.T) *corev1.ConfigMapList {
+			return echoed(cmList("5", "", shardedCM(t, s, "a", "2", true)), other)
+		},
+		"item outside": func(t *testing.T) *corev1.ConfigMapList {
+			return echoed(cmList("5", "", shardedCM(t, s, "a", "2", false)), s)
+		},
+	}
+	for name, bad := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				good := echoed(cmList("7", "", shardedCM(t, s, "c", "6", true)), s)
+				lw := newScript([]listReply{{list: bad(t)}, {list: bad(t)}, {list: good}}, nil)
+				store := &recordingStore{}
+				r := newShardedReflector(lw, store, s, false)
+				ctx, _ := startReflector(t, r)
+				wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				defer cancel()
+				err := r.WaitForSync(wctx)
+				if !IsShardIgnored(err) || !strings.Contains(err.Error(), "ShardedListAndWatch") && !strings.Contains(err.Error(), "ListerWatcher") {
+					t.Fatalf("WaitForSync = %v, want ErrShardIgnored saying how to fix it", err)
+				}
+				if h := r.Health(); h.State != Degraded || h.Reason != ReasonShardIgnored {
+					t.Fatalf("health %+v, want Degraded(ShardIgnored)", h)
+				}
+				if err := r.WaitForSync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := store.recorded(); len(got) == 0 || got[0] != "Replace rv=7 [ns/c@6]" {
+					t.Fatalf("store calls %q, want only the sharded LIST's Replace", got)
+				}
+				if n := len(lw.recorded()); n < 3 {
+					t.Fatalf("%d calls, want three LISTs", n)
+				}
+			})
+		})
+	}
+}
+
+// The retries after a refused LIST back off: in the first minute there
+// are a handful of LISTs, not a hot loop.
+func TestShardIgnoredBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 0, 2)
+		var lists []listReply
+		for range 1000 {
+			lists = append(lists, listReply{list: cmList("5", "", shardedCM(t, s, "a", "2", true))})
+		}
+		lw := newScript(lists, nil)
+		r := newShardedReflector(lw, &recordingStore{}, s, false)
+		startReflector(t, r)
+		time.Sleep(time.Minute)
+		if n := len(lw.recorded()); n < 3 || n > 10 {
+			t.Fatalf("%d LISTs in a minute, want a backed-off few", n)
+		}
+	})
+}
+
+// A server that rejects the selector (400) is Degraded at once with its
+// message, and backs off.
+func TestShardRejectedIsReportedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 0, 2)
+		bad := apierrors.NewBadRequest("unsupported field path \"object.metadata.name\"")
+		lw := newScript([]listReply{{err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}}, nil)
+		r := newShardedReflector(lw, &recordingStore{}, s, false)
+		startReflector(t, r)
+		time.Sleep(100 * time.Millisecond)
+		h := r.Health()
+		if h.State != Degraded || h.Reason != ReasonRejected || !strings.Contains(h.LastError.Error(), "object.metadata.name") {
+			t.Fatalf("health %+v, want Degraded(Rejected) with the server's message", h)
+		}
+		time.Sleep(time.Minute)
+		if n := len(lw.recorded()); n > 10 {
+			t.Fatalf("%d LISTs in a minute, want a backed-off few", n)
+		}
+	})
+}
+
+// A watch event outside the shard ends the watch before the store sees
+// it; the Reflector relists.
+func TestShardIgnoredWatchIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 0, 4)
+		in, out := shardedCM(t, s, "in", "6", true), shardedCM(t, s, "out", "7", false)
+		lw := newScript(
+			[]listReply{{list: echoed(cmList("5", ""), s)}, {list: echoed(cmList("9", ""), s)}},
+			[]watchReply{{events: []watch.Event{ev(watch.Added, in), ev(watch.Added, out)}, hang: true}})
+		store := &recordingStore{}
+		r := newShardedReflector(lw, store, s, false)
+		startReflector(t, r)
+		time.Sleep(200 * time.Millisecond)
+		got := store.recorded()
+		if !slices.Contains(got, "Add ns/in@6") || slices.Contains(got, "Add ns/out@7") {
+			t.Fatalf("store calls %q: want in added and out never", got)
+		}
+		if h := r.Health(); h.State != Degraded || h.Reason != ReasonShardIgnored || !IsShardIgnored(h.LastError) {
+			t.Fatalf("health %+v, want Degraded(ShardIgnored)", h)
+		}
+		time.Sleep(5 * time.Second)
+		if calls := lw.recorded(); len(calls) < 3 || !strings.HasPrefix(calls[2], "LIST") {
+			t.Fatalf("calls %q: want a relist after the refused watch", calls)
+		}
+	})
+}
+
+// Filtering locally, a server that ignores the selector is used: what is
+// outside the shard is dropped before the store, and counted.
+func TestShardFilterLocally(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 1, 3)
+		a, b := shardedCM(t, s, "a", "2", true), shardedCM(t, s, "b", "3", false)
+		c, d := shardedCM(t, s, "c", "6", false), shardedCM(t, s, "d", "7", true)
+		lw := newScript([]listReply{{list: cmList("5", "", a, b)}},
+			[]watchReply{{events: []watch.Event{ev(watch.Added, c), ev(watch.Added, d), ev(watch.Deleted, b)}, hang: true}})
+		store := &recordingStore{}
+		r := newShardedReflector(lw, store, s, true)
+		startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		want := []string{"Replace rv=5 [ns/a@2]", "Add ns/d@7"}
+		got := store.recorded()
+		if len(got) < 2 || got[0] != want[0] || !slices.Contains(got, want[1]) || slices.ContainsFunc(got, func(s string) bool {
+			return strings.Contains(s, "ns/b") || strings.Contains(s, "ns/c")
+		}) {
+			t.Fatalf("store calls %q, want %q and nothing of b or c", got, want)
+		}
+		if n := r.Stats().ShardDropped; n != 3 {
+			t.Fatalf("ShardDropped = %d, want 3 (b listed, c added, b deleted)", n)
+		}
+		if h := r.Health(); h.State != Synced {
+			t.Fatalf("health %+v, want Synced", h)
+		}
+	})
+}
+
+// Filtering locally never accepts an echo of another selector: the
+// server applied that one, and objects of ours would be missing.
+func TestShardFilterLocallyRefusesOtherEcho(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 0, 2)
+		lw := newScript([]listReply{{list: echoed(cmList("5", ""), mustShard(t, 1, 2))}}, nil)
+		r := newShardedReflector(lw, &recordingStore{}, s, true)
+		startReflector(t, r)
+		time.Sleep(100 * time.Millisecond)
+		if h := r.Health(); h.Reason != ReasonShardIgnored || !strings.Contains(h.LastError.Error(), "ListerWatcher") {
+			t.Fatalf("health %+v, want ShardIgnored naming the ListerWatcher", h)
+		}
+	})
+}
+
+// A WatchList whose initial events hold an object outside the shard is
+// not Replaced into the store.
+func TestShardIgnoredWatchListIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShard(t, 0, 2)
+		out := shardedCM(t, s, "out", "4", false)
+		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, out), bookmark("5", true)}, hang: true}})
+		store := &recordingStore{}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{Shard: &s})
+		startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		if got := store.recorded(); len(got) != 0 {
+			t.Fatalf("store calls %q, want none", got)
+		}
+		if h := r.Health(); h.Reason != ReasonShardIgnored {
+			t.Fatalf("health %+v, want ShardIgnored", h)
+		}
+	})
+}
+
+// SetShard on a running Reflector relists with the new selector at once
+// (even from a backoff wait) and Replaces the store with the new shard.
+func TestSetShardRelists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
+		a, b := shardedCM(t, s0, "a", "2", true), shardedCM(t, s1, "b", "3", true)
+		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
+		store := &recordingStore{}
+		r := newShardedReflector(lw, store, s0, false)
+		startReflector(t, r)
+		synctest.Wait()
+		if err := r.SetShard(s1); err != nil {
+			t.Fatal(err)
+		}
+		<-lw.drained
+		synctest.Wait()
+		calls := lw.recorded()
+		if len(calls) < 3 || !strings.HasPrefix(calls[2], "LIST") || !strings.HasSuffix(calls[2], "shard="+s1.String()) {
+			t.Fatalf("calls %q, want a LIST with the new selector third", calls)
+		}
+		if got := store.recorded(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
+			t.Fatalf("store calls %q, want the new shard Replaced", got)
+		}
+		if !r.Shard().Equal(s1) || r.Stats().Lists[ListReshard] != 1 {
+			t.Fatalf("shard %s, reshard LISTs %d", r.Shard(), r.Stats().Lists[ListReshard])
+		}
+	})
+}
+
+func TestSetShardErrors(t *testing.T) {
+	unsharded := NewReflector(newScript(nil, nil), &corev1.ConfigMap{}, &recordingStore{}, 0)
+	if err := unsharded.SetShard(mustShard(t, 0, 2)); !errors.Is(err, ErrNotSharded) {
+		t.Errorf("SetShard on an unsharded Reflector = %v, want ErrNotSharded", err)
+	}
+	r := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
+	if err := r.SetShard(Shard{}); !errors.Is(err, ErrInvalidShard) {
+		t.Errorf("SetShard(zero) = %v, want ErrInvalidShard", err)
+	}
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "zero Shard") {
+			t.Errorf("panic %v, want one naming the zero Shard", p)
+		}
+	}()
+	NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{Shard: &Shard{}})
+}
+
+// A watch stream is checked until it has shown, in a row, enough objects
+// in the shard that a server ignoring the selector would have sent one
+// outside it with a chance below one in a billion; then it is trusted.
+func TestShardTrustAfter(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		want int
+	}{{0.5, 30}, {0.25, 15}, {0.75, 73}, {1, 0}} {
+		if got := trustAfter(c.p, false); got != c.want {
+			t.Errorf("trustAfter(%v) = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if trustAfter(0.5, true) != -1 {
+		t.Error("filtering locally must check every object")
+	}
+	s := mustShard(t, 0, 2)
+	check := newShardSpec(s, false).newCheck()
+	for i := range 30 {
+		o := shardedCM(t, s, fmt.Sprint(i), "1", true)
+		if keep, err := check.event(o, o); !keep || err != nil {
+			t.Fatalf("in-shard object %d: %v, %v", i, keep, err)
+		}
+	}
+	out := shardedCM(t, s, "out", "1", false)
+	if keep, err := check.event(out, out); !keep || err != nil {
+		t.Fatalf("after 30 in a row the stream is trusted; got %v, %v", keep, err)
+	}
+}
+
+// The echo is read from unstructured lists too (dynamic clients).
+func TestShardInfoOfUnstructured(t *testing.T) {
+	u := &unstructured.UnstructuredList{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"shardInfo": map[string]interface{}{"selector": "x"}},
+	}}
+	m, err := meta.ListAccessor(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := shardInfoOf(u, m); info == nil || info.Selector != "x" {
+		t.Fatalf("shardInfoOf = %+v, want selector x", info)
+	}
+	u.Object = map[string]interface{}{}
+	if info := shardInfoOf(u, m); info != nil {
+		t.Fatalf("shardInfoOf = %+v, want nil", info)
+	}
+}
