@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,11 @@ import (
 const (
 	etcdServer = "etcd"
 	apiServer  = "kube-apiserver"
+	// ungatedServer is a second kube-apiserver on the same etcd with the
+	// feature gate ShardedListAndWatch off (apiServer has it on): it
+	// ignores ListOptions.ShardSelector. It runs only once a test asks
+	// for it (cluster.ungated).
+	ungatedServer = "kube-apiserver-ungated"
 )
 
 // cluster is the etcd and kube-apiserver that hack/e2e/cluster.sh started
@@ -37,6 +43,11 @@ type cluster struct {
 	// admin is in system:masters; stranger is authenticated but has no
 	// RBAC rights at all.
 	admin, stranger *rest.Config
+
+	// ungatedOnce starts ungatedServer for the first test that asks;
+	// ungatedErr is why it could not be.
+	ungatedOnce sync.Once
+	ungatedErr  error
 }
 
 // openCluster reads the cluster in dir and builds its client configs.
@@ -137,4 +148,34 @@ func (c *cluster) restoreCluster(t *testing.T) {
 		c.run(t, ctx, "start", etcdServer)
 		c.run(t, ctx, "start", apiServer)
 	})
+}
+
+// ungated returns an admin config for ungatedServer, starting it (once,
+// for every test) if need be. It shares the certificates and tokens of
+// the first kube-apiserver, so only the address differs. Nothing stops it
+// before the suite ends: `cluster.sh down` does then.
+func (c *cluster) ungated(t *testing.T) *rest.Config {
+	t.Helper()
+	url := c.env["UNGATED_APISERVER_URL"]
+	c.ungatedOnce.Do(func() {
+		if url == "" {
+			c.ungatedErr = fmt.Errorf("%s lacks UNGATED_APISERVER_URL", filepath.Join(c.dir, "env"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 3*time.Minute)
+		defer cancel()
+		start := time.Now()
+		out, err := exec.CommandContext(ctx, c.script, "start", ungatedServer, c.dir).CombinedOutput()
+		if err != nil {
+			c.ungatedErr = fmt.Errorf("cluster.sh start %s: %v\n%s", ungatedServer, err, out)
+			return
+		}
+		t.Logf("cluster.sh start %s (%v): %s", ungatedServer, time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
+	})
+	if c.ungatedErr != nil {
+		t.Fatal(c.ungatedErr)
+	}
+	cfg := rest.CopyConfig(c.admin)
+	cfg.Host = url
+	return cfg
 }
