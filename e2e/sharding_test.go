@@ -1,0 +1,470 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache"
+)
+
+// replica is one of our sharded informers of the Secrets in a namespace,
+// with its ListerWatcher observed (and gated, to hold its watches) and its
+// handler's calls recorded.
+type replica struct {
+	name string
+	// shard is the shard last given and reshards counts the changes of
+	// shard made while it ran; only the test's goroutine uses them.
+	shard    cache.Shard
+	reshards uint64
+	gate     *gatedLW
+	lw       *observedLW
+	inf      cache.SharedIndexInformer
+	log      *handlerLog
+}
+
+// startReplica runs an informer of ours over the Secrets in ns with shard
+// s, through the ReflectorConfigurable interface its constructor's value
+// implements, until t ends. It does not wait for the informer to sync.
+func startReplica(t *testing.T, cs *kubernetes.Clientset, ns, name string, s cache.Shard) *replica {
+	t.Helper()
+	gate := &gatedLW{ListWatch: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "secrets", ns, fields.Everything())}
+	r := &replica{name: name, shard: s, gate: gate, lw: observe(gate), log: newHandlerLog()}
+	r.inf = cache.NewSharedIndexInformer(r.lw, &corev1.Secret{}, 0, cache.Indexers{})
+	rc, ok := r.inf.(cache.ReflectorConfigurable)
+	if !ok {
+		t.Fatalf("%T does not implement cache.ReflectorConfigurable", r.inf)
+	}
+	// LISTs rather than WatchList: Secrets have no watch cache here
+	// (--watch-cache-sizes=secrets#0), so a held watch meets etcd's
+	// compaction (410) and each shard change is one LIST to observe.
+	err := rc.SetReflectorOptions(cache.ReflectorOptions{Name: name, Shard: &s, UseWatchList: ptr.To(false), Backoff: quickBackoff()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.inf.AddEventHandler(r.log.handler()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan struct{})
+	go func() { r.inf.RunWithContext(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// health is the informer's InformerHealthReporter view.
+func (r *replica) health(t *testing.T) cache.InformerHealthReporter {
+	t.Helper()
+	h, ok := r.inf.(cache.InformerHealthReporter)
+	if !ok {
+		t.Fatalf("%T does not implement cache.InformerHealthReporter", r.inf)
+	}
+	return h
+}
+
+// syncedTo waits until the replica has LISTed with shard s's selector
+// (a complete LIST sequence at or after position from, every page
+// echoing it) and its handler has been told of every object of that LIST
+// (or of its deletion after handler call number since): its store then
+// holds shard s as of that LIST or newer.
+func (r *replica) syncedTo(t *testing.T, s cache.Shard, from int, since uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), minute)
+	defer cancel()
+	l, err := r.lw.completedSince(ctx, from, s.String())
+	if err == nil {
+		err = r.log.caughtUp(ctx, l, since)
+	}
+	if err != nil {
+		t.Fatalf("%s not synced to %s: %v (health %+v)", r.name, s, err, r.health(t).Health())
+	}
+}
+
+// setShard gives the running replica shard s and waits until it has
+// synced to it. Giving it the shard it has is a no-op (the Reflector does
+// not relist then), so nothing is waited for.
+func (r *replica) setShard(t *testing.T, s cache.Shard) {
+	t.Helper()
+	if s.Equal(r.shard) {
+		t.Logf("%s keeps %s", r.name, s)
+		return
+	}
+	res, ok := r.inf.(cache.Resharder)
+	if !ok {
+		t.Fatalf("%T does not implement cache.Resharder", r.inf)
+	}
+	from, since := r.lw.mark(), r.log.callMark()
+	if err := res.SetShard(s); err != nil {
+		t.Fatalf("%s: SetShard(%s): %v", r.name, s, err)
+	}
+	r.shard = s
+	r.reshards++
+	r.syncedTo(t, s, from, since)
+}
+
+// keysOf returns the namespace/name keys of objs.
+func keysOf(t *testing.T, objs []interface{}) map[string]types.UID {
+	t.Helper()
+	out := make(map[string]types.UID, len(objs))
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[m.GetNamespace()+"/"+m.GetName()] = m.GetUID()
+	}
+	return out
+}
+
+// ownerSampler checks, at a steady pace until stopped, that every one of
+// a fixed set of objects that never change is in the store of at least
+// one replica of a group (which may grow).
+type ownerSampler struct {
+	objects []string
+	stop    chan struct{}
+	done    chan struct{}
+
+	mu       sync.Mutex
+	replicas []*replica
+	samples  int
+	orphans  []string
+}
+
+func startOwnerSampler(objects []string, replicas []*replica, every time.Duration) *ownerSampler {
+	s := &ownerSampler{objects: objects, replicas: slices.Clone(replicas), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			s.sample()
+			select {
+			case <-tick.C:
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// add makes r one of the group from the next sample on.
+func (s *ownerSampler) add(r *replica) {
+	s.mu.Lock()
+	s.replicas = append(s.replicas, r)
+	s.mu.Unlock()
+}
+
+func (s *ownerSampler) sample() {
+	s.mu.Lock()
+	replicas := slices.Clone(s.replicas)
+	s.mu.Unlock()
+	var orphans []string
+	for _, key := range s.objects {
+		owned := false
+		for _, r := range replicas {
+			if _, ok, _ := r.inf.GetStore().GetByKey(key); ok {
+				owned = true
+				break
+			}
+		}
+		if !owned {
+			orphans = append(orphans, key)
+		}
+	}
+	s.mu.Lock()
+	s.samples++
+	if len(orphans) > 0 && len(s.orphans) < 10 {
+		s.orphans = append(s.orphans, fmt.Sprintf("sample %d at %s: %d objects in no store (first %s)", s.samples, time.Now().Format("15:04:05.000"), len(orphans), orphans[0]))
+	}
+	s.mu.Unlock()
+}
+
+// finish stops sampling and returns the number of samples and a line per
+// sample that found an object without an owner (the first 10).
+func (s *ownerSampler) finish() (int, []string) {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples, s.orphans
+}
+
+// TestShardedInformersUnderChurn runs two groups of our sharded informers
+// over one namespace of Secrets through one churn of creates, updates and
+// deletes (at least 20 a second for 60 s; over 2,000 objects):
+//
+//   - group A, 4 replicas of 4 shards, whose watches are all held while
+//     etcd is compacted past them, so that each resumes into 410 Expired
+//     and relists mid-churn. At the end their stores are pairwise
+//     disjoint, their union is the server's consistent LIST, each holds
+//     its server-side shard (25 % ± 5 % of the objects), and each object
+//     was heard of by one replica's handler only, its owner's.
+//   - group B, 3 replicas resharded to 4 mid-churn by the handoff
+//     protocol (each old replica gets old ∪ new and syncs, a fourth
+//     starts on its new shard, then each gets its new shard): each of 400
+//     objects the churn never touches is in some replica's store at every
+//     sample taken every 20 ms through the reshard and after; at the end
+//     each store holds its new shard and their union covers the server.
+//
+// It does not call t.Parallel: compacting etcd would expire the held
+// watches of other tests too.
+func TestShardedInformersUnderChurn(t *testing.T) {
+	cs := client(t, testCluster.admin)
+	ns := namespace(t, cs)
+	const (
+		workers, perWorker = 4, 400 // 1,600 objects for the churn to start with
+		residents          = 400    // and 400 it never touches
+		rate               = 25.0   // calls a second
+		churnFor           = 62 * time.Second
+	)
+	start := time.Now()
+	var names []string
+	for w := range workers {
+		names = append(names, churnNames(w, perWorker)...)
+	}
+	var residentKeys []string
+	for i := range residents {
+		name := "resident-" + strconv.Itoa(i)
+		names = append(names, name)
+		residentKeys = append(residentKeys, ns+"/"+name)
+	}
+	if err := createSecrets(t.Context(), cs, ns, names); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d Secrets created in %v", len(names), time.Since(start).Round(time.Millisecond))
+
+	four := make([]cache.Shard, 4)
+	for i := range four {
+		four[i] = mustReplicaShard(t, i, 4)
+	}
+	var groupA, groupB []*replica
+	for i := range 4 {
+		groupA = append(groupA, startReplica(t, cs, ns, fmt.Sprintf("A%d-of-4", i), four[i]))
+	}
+	three := make([]cache.Shard, 3)
+	for i := range three {
+		three[i] = mustReplicaShard(t, i, 3)
+		groupB = append(groupB, startReplica(t, cs, ns, fmt.Sprintf("B%d-of-3", i), three[i]))
+	}
+	for _, r := range slices.Concat(groupA, groupB) {
+		ctx, cancel := context.WithTimeout(t.Context(), minute)
+		err := r.health(t).WaitForSync(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+	}
+	t.Logf("7 informers synced %v after the start", time.Since(start).Round(time.Millisecond))
+
+	ch := startChurn(t.Context(), cs, ns, workers, perWorker, rate, churnFor, 19)
+	t.Cleanup(func() { <-ch.done })
+
+	// Group A: hold every watch, let the churn go on, compact, release.
+	ch.waitOps(t, 100)
+	var releases []func()
+	for _, r := range groupA {
+		waiting, release := r.gate.interrupt()
+		releases = append(releases, release)
+		defer release()
+		ctx, cancel := context.WithTimeout(t.Context(), minute)
+		select {
+		case <-waiting:
+		case <-ctx.Done():
+			t.Fatalf("%s did not watch again after its watch was stopped", r.name)
+		}
+		cancel()
+	}
+	ch.waitOps(t, ch.ops.Load()+50)
+	rev := testCluster.compactEtcd(t)
+	for _, release := range releases {
+		release()
+	}
+	t.Logf("group A's watches held from call %d; etcd compacted at revision %d", ch.ops.Load()-50, rev)
+
+	// Group B: from 3 to 4 replicas while the churn goes on.
+	ch.waitOps(t, 500)
+	sampler := startOwnerSampler(residentKeys, groupB, 20*time.Millisecond)
+	reshardStart := time.Now()
+	unions := make([]cache.Shard, 3)
+	for i, r := range groupB {
+		u, err := three[i].Union(four[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		unions[i] = u
+		r.setShard(t, u)
+	}
+	b3 := startReplica(t, cs, ns, "B3-of-4", four[3])
+	b3.syncedTo(t, four[3], 0, 0)
+	sampler.add(b3)
+	groupB = append(groupB, b3)
+	for i, r := range groupB[:3] {
+		r.setShard(t, four[i])
+	}
+	t.Logf("group B resharded 3 → 4 in %v, during churn calls up to %d; unions %v", time.Since(reshardStart).Round(time.Millisecond), ch.ops.Load(), unions)
+
+	elapsed := ch.wait(t)
+	ops, creates := ch.ops.Load(), ch.creates.Load()
+	t.Logf("churn: %d calls in %v (%.1f/s), %d creates", ops, elapsed.Round(time.Millisecond), float64(ops)/elapsed.Seconds(), creates)
+	if elapsed < 60*time.Second || float64(ops)/elapsed.Seconds() < 20 {
+		t.Errorf("churn of %d calls in %v: want at least 20 a second for at least 60 s", ops, elapsed)
+	}
+	if objects := uint64(len(names)) + creates; objects < 2000 {
+		t.Errorf("%d objects in the test, want at least 2,000", objects)
+	}
+
+	// Quiesce: each replica is told of the newest marker in its shard.
+	markers := shardMarkers(t, cs, ns, four)
+	for i := range 4 {
+		for _, r := range []*replica{groupA[i], groupB[i]} {
+			ctx, cancel := context.WithTimeout(t.Context(), minute)
+			err := r.log.waitFor(ctx, markers[i].key, markers[i].rv)
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v (health %+v)", r.name, err, r.health(t).Health())
+			}
+		}
+	}
+	samples, orphans := sampler.finish()
+	server := shardedSecretList(t, cs, ns, cache.Shard{})
+	serverKeys := keysOf(t, server)
+	t.Logf("quiesced: the server holds %d Secrets", len(server))
+
+	wantShard := make([][]interface{}, 4)
+	for i := range 4 {
+		wantShard[i] = shardedSecretList(t, cs, ns, four[i])
+	}
+	t.Run("A", func(t *testing.T) {
+		checkPartition(t, groupA, four, wantShard, serverKeys)
+		for i, r := range groupA {
+			n := len(r.inf.GetStore().ListKeys())
+			if f := float64(n) / float64(len(server)); f < 0.20 || f > 0.30 {
+				t.Errorf("%s holds %d of %d objects (%.1f %%), want 25 %% ± 5 %%", r.name, n, len(server), 100*f)
+			}
+			st := r.health(t).Stats().Reflector
+			if st.WatchEnds[cache.WatchExpired] < 1 || st.Lists[cache.ListExpired] < 1 {
+				t.Errorf("%s: no 410 relist after the compaction: watch ends %v, lists %v", r.name, st.WatchEnds, st.Lists)
+			}
+			t.Logf("%s (shard %d): %d objects; lists %v; watch ends %v", r.name, i, n, st.Lists, st.WatchEnds)
+		}
+		// Each object heard of by exactly one handler, its owner's.
+		heardBy := map[types.UID][]int{}
+		for i, r := range groupA {
+			uids, _ := r.log.snapshot()
+			for u := range uids {
+				heardBy[u] = append(heardBy[u], i)
+			}
+		}
+		var wrong []string
+		for u, rs := range heardBy {
+			if len(rs) != 1 || !owns(four[rs[0]], u) {
+				wrong = append(wrong, fmt.Sprintf("uid %s (hash %#016x) heard of by replicas %v", u, uidHash(u), rs))
+			}
+		}
+		for key, u := range serverKeys {
+			if _, ok := heardBy[u]; !ok {
+				wrong = append(wrong, fmt.Sprintf("%s (uid %s) on the server, heard of by no handler", key, u))
+			}
+		}
+		if len(wrong) > 0 {
+			slices.Sort(wrong)
+			t.Errorf("%d objects not heard of by exactly their owner's handler; the first:\n  %s", len(wrong), strings.Join(wrong[:min(len(wrong), maxDiffs)], "\n  "))
+		}
+		t.Logf("%d objects heard of, each by one handler", len(heardBy))
+	})
+	t.Run("B", func(t *testing.T) {
+		checkPartition(t, groupB, four, wantShard, serverKeys)
+		for _, r := range groupB[:3] {
+			if st := r.health(t).Stats().Reflector; st.Lists[cache.ListReshard] < r.reshards {
+				t.Errorf("%s: %d reshard LISTs after %d changes of shard (lists %v)", r.name, st.Lists[cache.ListReshard], r.reshards, st.Lists)
+			}
+		}
+		t.Logf("%d samples of the %d untouched objects' owners from the reshard's start to quiescence", samples, residents)
+		if samples < 10 {
+			t.Errorf("only %d samples taken", samples)
+		}
+		if len(orphans) > 0 {
+			t.Errorf("objects without an owner:\n  %s", strings.Join(orphans, "\n  "))
+		}
+	})
+}
+
+// checkPartition checks a group of replicas at quiescence: replica i's
+// store holds exactly the server's shard i (wantShard[i], a sharded LIST),
+// the stores are pairwise disjoint and together hold every object the
+// server holds (serverKeys), and each handler's view (the objects it was
+// told exist, at their resourceVersions) is its store.
+func checkPartition(t *testing.T, group []*replica, shards []cache.Shard, wantShard [][]interface{}, serverKeys map[string]types.UID) {
+	t.Helper()
+	holders := map[string][]int{}
+	for i, r := range group {
+		store := r.inf.GetStore().List()
+		assertSame(t, fmt.Sprintf("the server's shard %s", shards[i]), wantShard[i], r.name+"'s store", store)
+		for _, o := range store {
+			m, _ := meta.Accessor(o)
+			key := m.GetNamespace() + "/" + m.GetName()
+			holders[key] = append(holders[key], i)
+		}
+		_, present := r.log.snapshot()
+		if d := diffRVs(present, store); len(d) > 0 {
+			t.Errorf("%s: its handler's view differs from its store in %d objects; the first:\n  %s", r.name, len(d), strings.Join(d[:min(len(d), maxDiffs)], "\n  "))
+		}
+	}
+	var bad []string
+	for key, rs := range holders {
+		if len(rs) > 1 {
+			bad = append(bad, fmt.Sprintf("%s in the stores of replicas %v", key, rs))
+		}
+		if _, ok := serverKeys[key]; !ok {
+			bad = append(bad, fmt.Sprintf("%s held by %v, not on the server", key, rs))
+		}
+	}
+	for key := range serverKeys {
+		if _, ok := holders[key]; !ok {
+			bad = append(bad, key+" on the server, in no store")
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		t.Errorf("the stores are not a partition of the server's objects (%d problems); the first:\n  %s", len(bad), strings.Join(bad[:min(len(bad), maxDiffs)], "\n  "))
+	}
+}
+
+// diffRVs lists how a handler's view (key → resourceVersion) differs from
+// a store's objects.
+func diffRVs(view map[string]uint64, store []interface{}) []string {
+	inStore := make(map[string]uint64, len(store))
+	for _, o := range store {
+		m, _ := meta.Accessor(o)
+		rv, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+		inStore[m.GetNamespace()+"/"+m.GetName()] = rv
+	}
+	var out []string
+	for k, rv := range inStore {
+		if v, ok := view[k]; !ok || v != rv {
+			out = append(out, fmt.Sprintf("%s: store rv %d, handler told rv %d (known %v)", k, rv, v, ok))
+		}
+	}
+	for k, v := range view {
+		if _, ok := inStore[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: handler told rv %d, not in the store", k, v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
