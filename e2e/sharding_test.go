@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -144,8 +145,13 @@ type ownerSampler struct {
 	orphans  []string
 }
 
+func newOwnerSampler(objects []string, replicas []*replica) *ownerSampler {
+	return &ownerSampler{objects: objects, replicas: slices.Clone(replicas), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// startOwnerSampler samples every interval until finish.
 func startOwnerSampler(objects []string, replicas []*replica, every time.Duration) *ownerSampler {
-	s := &ownerSampler{objects: objects, replicas: slices.Clone(replicas), stop: make(chan struct{}), done: make(chan struct{})}
+	s := newOwnerSampler(objects, replicas)
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(every)
@@ -169,7 +175,8 @@ func (s *ownerSampler) add(r *replica) {
 	s.mu.Unlock()
 }
 
-func (s *ownerSampler) sample() {
+// sample takes one sample and returns the objects it found in no store.
+func (s *ownerSampler) sample() []string {
 	s.mu.Lock()
 	replicas := slices.Clone(s.replicas)
 	s.mu.Unlock()
@@ -192,6 +199,7 @@ func (s *ownerSampler) sample() {
 		s.orphans = append(s.orphans, fmt.Sprintf("sample %d at %s: %d objects in no store (first %s)", s.samples, time.Now().Format("15:04:05.000"), len(orphans), orphans[0]))
 	}
 	s.mu.Unlock()
+	return orphans
 }
 
 // finish stops sampling and returns the number of samples and a line per
@@ -467,4 +475,65 @@ func diffRVs(view map[string]uint64, store []interface{}) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestReshardWithoutUnionLeavesAGap is the control for the owner
+// sampling of TestShardedInformersUnderChurn: 3 replicas of ours go to 4
+// shards without the union step, and a sample taken once replica 0 has
+// shrunk to its new shard, before replica 1 has grown to its own, finds
+// exactly the objects of the range between them ([1/4, 1/3) of the hash
+// space) in no store. After every replica has its new shard, none is
+// missing again.
+func TestReshardWithoutUnionLeavesAGap(t *testing.T) {
+	t.Parallel()
+	cs := client(t, testCluster.admin)
+	ns := namespace(t, cs)
+	const objects = 400
+	names := make([]string, objects)
+	keys := make([]string, objects)
+	for i := range names {
+		names[i] = "resident-" + strconv.Itoa(i)
+		keys[i] = ns + "/" + names[i]
+	}
+	if err := createSecrets(t.Context(), cs, ns, names); err != nil {
+		t.Fatal(err)
+	}
+	var group []*replica
+	for i := range 3 {
+		group = append(group, startReplica(t, cs, ns, fmt.Sprintf("replica-%d", i), mustReplicaShard(t, i, 3)))
+	}
+	newShard := mustReplicaShard(t, 3, 4)
+	group = append(group, startReplica(t, cs, ns, "replica-3", newShard))
+	for _, r := range group {
+		r.syncedTo(t, r.shard, 0, 0)
+	}
+	s := newOwnerSampler(keys, group)
+	if orphans := s.sample(); len(orphans) != 0 {
+		t.Fatalf("before any reshard, %d objects in no store", len(orphans))
+	}
+	group[0].setShard(t, mustReplicaShard(t, 0, 4))
+	// [1/4, 1/3): left by replica 0, not yet taken by replica 1.
+	gap, err := cache.NewShard(sharding.ShardRangeRequirement{Key: string(cache.ShardByUID), Start: "0x4000000000000000", End: "0x5555555555555555"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for key, uid := range keysOf(t, shardedSecretList(t, cs, ns, cache.Shard{})) {
+		if owns(gap, uid) {
+			want = append(want, key)
+		}
+	}
+	got := s.sample()
+	slices.Sort(want)
+	slices.Sort(got)
+	t.Logf("after replica 0 alone moved to its new shard: %d of %d objects in no store (%d in the gap %s)", len(got), objects, len(want), gap)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("objects in no store: %v\nwant those in the gap: %v", got, want)
+	}
+	for i, r := range group[1:3] {
+		r.setShard(t, mustReplicaShard(t, i+1, 4))
+	}
+	if orphans := s.sample(); len(orphans) != 0 {
+		t.Errorf("after every replica moved, %d objects in no store (first %s)", len(orphans), orphans[0])
+	}
 }
