@@ -79,7 +79,11 @@ server_args() {
   kube-apiserver | kube-apiserver-ungated)
     local port=APISERVER_PORT gates=--feature-gates=ShardedListAndWatch=true
     if [ "$1" = kube-apiserver-ungated ]; then
-      port=UNGATED_APISERVER_PORT gates=
+      # APIServerIdentity off (and UnknownVersionInteroperabilityProxy,
+      # which needs it): the identity lease is named after the hostname,
+      # which both servers share, so they would keep overwriting one
+      # lease.
+      port=UNGATED_APISERVER_PORT gates=--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false
     fi
     # The ungated server shares --cert-dir: kube-apiserver writes a
     # self-signed certificate there only when none exists, so both serve
