@@ -6,10 +6,10 @@
 // Unlike client-go's fake clientset and FakeControllerSource, it keeps the
 // API server's contract: one resourceVersion counter and one change
 // history for every resource (like etcd), LIST pagination with opaque
-// continue tokens, label and field selectors, compaction with 410 Expired
-// answers, "too large resource version" answers, watch bookmarks, WatchList
-// streams ending with the initial-events-end bookmark, watch timeouts, and
-// faults injected by plain, deterministic method calls. All time comes
+// continue tokens, label, field and shard selectors, compaction with 410
+// Expired answers, "too large resource version" answers, watch bookmarks,
+// WatchList streams ending with the initial-events-end bookmark, watch
+// timeouts, and faults injected by plain, deterministic method calls. All time comes
 // from an injected clock, so tests can run under testing/synctest or with
 // a fake clock.
 //
