@@ -54,7 +54,7 @@ func (r *Resource) parseOptions(opts metav1.ListOptions, watching bool) (interna
 	}
 	p := predicate{namespace: r.ns, label: in.LabelSelector, field: in.FieldSelector}
 	var err error
-	if p.shard, p.shardEcho, err = parseShardSelector(in.ShardSelector); err != nil {
+	if p.shard, p.shardEcho, err = r.srv.parseShardSelector(in.ShardSelector); err != nil {
 		return in, predicate{}, err
 	}
 	return in, p, nil

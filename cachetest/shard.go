@@ -17,12 +17,21 @@ import (
 // (64-bit FNV-1a) into its ranges, and a LIST it filtered echoes it in
 // ListMeta.ShardInfo.
 
-// parseShardSelector reads a request's shardSelector: none for "", else
-// the shard and its echo, or 400 BadRequest carrying the parse error's
-// text. (kube-apiserver 1.37.2 answers 500 there, its parse error not
-// being a status; cachetest answers as the API means it.)
-func parseShardSelector(sel string) (cache.Shard, string, error) {
-	if sel == "" {
+// SetShardedListAndWatch turns the server's ShardedListAndWatch feature
+// gate on or off (Options.DisableShardedListAndWatch sets it at the
+// start; it is on by default). Off, requests ignore their shardSelector.
+// The setting applies to the requests that begin after the call; open
+// watches keep the filtering they were opened with, as a real server's
+// gates change only when it restarts, which ends every watch: call
+// CloseWatches to play that part. Safe for concurrent use.
+func (s *Server) SetShardedListAndWatch(enabled bool) { s.shardingOff.Store(!enabled) }
+
+// parseShardSelector reads a request's shardSelector: none for "" or with
+// the gate off, else the shard and its echo, or 400 BadRequest carrying
+// the parse error's text. (kube-apiserver 1.37.2 answers 500 there, its
+// parse error not being a status; cachetest answers as the API means it.)
+func (s *Server) parseShardSelector(sel string) (cache.Shard, string, error) {
+	if sel == "" || s.shardingOff.Load() {
 		return cache.Shard{}, "", nil
 	}
 	shard, err := cache.ParseShard(sel)
