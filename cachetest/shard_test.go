@@ -121,15 +121,23 @@ func spreadUIDs(t *testing.T, r *cachetest.Resource, n int) map[string]uint64 {
 	return hashes
 }
 
+// lister lists ConfigMaps, in process or over HTTP.
+type lister func(metav1.ListOptions) (*corev1.ConfigMapList, error)
+
+// inProcess lists through r's ListWithContext.
+func inProcess(t *testing.T, r *cachetest.Resource) lister {
+	return func(opts metav1.ListOptions) (*corev1.ConfigMapList, error) { return list(t, r, opts) }
+}
+
 // listShard lists every page of the shard, limit objects a page, checking
 // that each page echoes the selector and counts no remaining items; it
 // returns the keys listed.
-func listShard(t *testing.T, r *cachetest.Resource, sel string, limit int64) []string {
+func listShard(t *testing.T, list lister, sel string, limit int64) []string {
 	t.Helper()
 	var keys []string
 	opts := metav1.ListOptions{ShardSelector: sel, Limit: limit}
 	for {
-		l, err := list(t, r, opts)
+		l, err := list(opts)
 		if err != nil {
 			t.Fatalf("list %q: %v", sel, err)
 		}
@@ -145,12 +153,12 @@ func listShard(t *testing.T, r *cachetest.Resource, sel string, limit int64) []s
 	}
 }
 
-// The shards of 2 and of 4 replicas, listed page by page, partition the
-// objects: each object is listed by exactly one replica, the one whose
-// quarter or half of the hash space its uid hashes into.
-func TestShardedListReplicaShardsPartition(t *testing.T) {
-	_, cms := newServer(t, cachetest.Options{})
-	hashes := spreadUIDs(t, cms, 24)
+// expectPartition lists the shards of 2 and of 4 replicas page by page
+// and fails t unless they partition the objects: each object listed by
+// exactly one replica, the one whose half or quarter of the hash space
+// its uid hashes into (hashes maps keys to those hashes).
+func expectPartition(t *testing.T, list lister, hashes map[string]uint64) {
+	t.Helper()
 	for _, n := range []int{2, 4} {
 		owner := map[string]int{}
 		for i := range n {
@@ -158,7 +166,7 @@ func TestShardedListReplicaShardsPartition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			keys := listShard(t, cms, shard.String(), 5)
+			keys := listShard(t, list, shard.String(), 5)
 			if len(keys) == 0 {
 				t.Errorf("replica %d of %d lists nothing: the uids do not spread", i, n)
 			}
@@ -176,6 +184,13 @@ func TestShardedListReplicaShardsPartition(t *testing.T) {
 			t.Errorf("%d replicas list %d of the %d objects", n, len(owner), len(hashes))
 		}
 	}
+}
+
+// The shards of 2 and of 4 replicas, listed page by page, partition the
+// objects.
+func TestShardedListReplicaShardsPartition(t *testing.T) {
+	_, cms := newServer(t, cachetest.Options{})
+	expectPartition(t, inProcess(t, cms), spreadUIDs(t, cms, 24))
 }
 
 // A shard over namespaces combines with the handle's namespace and with
