@@ -169,7 +169,7 @@ func (r *Resource) CreateAll(ctx context.Context, objs ...runtime.Object) error 
 
 // DeleteCollection deletes, one by one (each with its own resourceVersion
 // and DELETED event), the objects in the handle's scope that listOpts'
-// label and field selectors match, and returns how many it deleted.
+// label, field and shard selectors match, and returns how many it deleted.
 func (r *Resource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) (int, error) {
 	if err := r.srv.begin(ctx, r.call(VerbDeleteCollection, "", "")); err != nil {
 		return 0, err
