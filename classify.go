@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -188,7 +189,7 @@ func reasonFor(err error, fallback DegradedReason) DegradedReason {
 	switch {
 	case IsShardIgnored(err):
 		return ReasonShardIgnored
-	case apierrors.IsBadRequest(err):
+	case apierrors.IsBadRequest(err), isInvalidShardSelector(err):
 		return ReasonRejected
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		return ReasonForbidden
@@ -200,4 +201,10 @@ func reasonFor(err error, fallback DegradedReason) DegradedReason {
 		return ReasonUnreachable
 	}
 	return fallback
+}
+
+// isInvalidShardSelector: kube-apiserver 1.37 answers a shard selector it
+// cannot parse with a 500 whose message says so, rather than a 400.
+func isInvalidShardSelector(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "invalid shard selector")
 }
