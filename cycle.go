@@ -139,6 +139,7 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	// follows an error.
 	r.listCause = ListWatchError
 	c.resync = startResync(r.clock, r.resyncPeriod)
+	r.shards.syncedWith(c.shard)
 	// The backoff is not reset here: a relist whose watch then fails at
 	// once is a failure repeated, and must keep backing off.
 	r.syncCompleted()

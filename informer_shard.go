@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +36,24 @@ func (s *sharedIndexInformer) SetShard(sh Shard) error {
 	ctrl := s.ctrl
 	s.mu.Unlock()
 	return ctrl.setShard(sh)
+}
+
+// WaitForShard blocks until the informer's Reflector has synced with
+// shard s (see Reflector.WaitForShard), or ctx ends; the indexer then
+// holds s's objects once the queue has handed that sync over.
+func (s *sharedIndexInformer) WaitForShard(ctx context.Context, sh Shard) error {
+	select {
+	case <-s.reflectorBuilt:
+	case <-ctx.Done():
+		return fmt.Errorf("%w with shard %s: %w", ErrNotSynced, sh, ctx.Err())
+	}
+	s.mu.Lock()
+	ctrl := s.ctrl
+	s.mu.Unlock()
+	ctrl.mu.RLock()
+	r := ctrl.reflector
+	ctrl.mu.RUnlock()
+	return r.WaitForShard(ctx, sh)
 }
 
 // setShard reshards the controller's Reflector, or, before it is built,

@@ -39,6 +39,8 @@ type sharedIndexInformer struct {
 	ctrl              *controller
 	limits            HandlerLimits
 	reflectorOptions  *ReflectorOptions
+	// reflectorBuilt is closed once Run has built the Reflector.
+	reflectorBuilt chan struct{}
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -79,6 +81,7 @@ func newSharedIndexInformer(lw clientgocache.ListerWatcher, obj runtime.Object, 
 		options:           options,
 		resyncCheckPeriod: options.ResyncPeriod,
 		limits:            HandlerLimits{}.withDefaults(),
+		reflectorBuilt:    make(chan struct{}),
 	}
 	name := fmt.Sprintf("SharedIndexInformer %T", obj)
 	s.sync.init(func() string { return name }, s.lastError)
@@ -192,6 +195,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}).(*controller)
 	s.ctrl.adjust = s.mergeReflectorOptions()
+	s.ctrl.built = s.reflectorBuilt
 	s.started = true
 	return s.ctrl
 }

@@ -80,6 +80,9 @@ func TestInformerReshard(t *testing.T) {
 		if err := inf.(Resharder).SetShard(next); err != nil {
 			t.Fatal(err)
 		}
+		if err := inf.(Resharder).WaitForShard(t.Context(), next); err != nil {
+			t.Fatal(err)
+		}
 		synctest.Wait()
 		if got, want := log.take(), []string{"add enters", "delete leaves", "update stays@2->2"}; !slices.Equal(got, want) {
 			t.Fatalf("after the reshard: %q, want %q", got, want)

@@ -261,10 +261,19 @@ func TestSetShardRelists(t *testing.T) {
 		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
 		store := &recordingStore{}
 		r := newShardedReflector(lw, store, s0, false)
-		startReflector(t, r)
+		ctx, _ := startReflector(t, r)
+		if err := r.WaitForShard(ctx, s0); err != nil {
+			t.Fatal(err)
+		}
 		synctest.Wait()
 		if err := r.SetShard(s1); err != nil {
 			t.Fatal(err)
+		}
+		if err := r.WaitForShard(ctx, s1); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.recorded(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
+			t.Fatalf("WaitForShard returned before the new shard was Replaced: %q", got)
 		}
 		<-lw.drained
 		synctest.Wait()
@@ -285,6 +294,15 @@ func TestSetShardErrors(t *testing.T) {
 	unsharded := NewReflector(newScript(nil, nil), &corev1.ConfigMap{}, &recordingStore{}, 0)
 	if err := unsharded.SetShard(mustShard(t, 0, 2)); !errors.Is(err, ErrNotSharded) {
 		t.Errorf("SetShard on an unsharded Reflector = %v, want ErrNotSharded", err)
+	}
+	if err := unsharded.WaitForShard(t.Context(), mustShard(t, 0, 2)); !errors.Is(err, ErrNotSharded) {
+		t.Errorf("WaitForShard on an unsharded Reflector = %v, want ErrNotSharded", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	never := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
+	if err := never.WaitForShard(ctx, mustShard(t, 0, 2)); !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitForShard with an ended context = %v", err)
 	}
 	r := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
 	if err := r.SetShard(Shard{}); !errors.Is(err, ErrInvalidShard) {
