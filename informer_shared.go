@@ -41,6 +41,8 @@ type sharedIndexInformer struct {
 	reflectorOptions  *ReflectorOptions
 	// reflectorBuilt is closed once Run has built the Reflector.
 	reflectorBuilt chan struct{}
+	// replaced marks the last whole-state replacement of the indexer.
+	replaced replaceMark
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -174,7 +176,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	}
 	logger := klog.FromContext(ctx)
 	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
-	a := deltaApplier{store: s.indexer, handler: fanOut{s}}
+	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced}
 	s.ctrl = New(&Config{
 		Queue:             q,
 		ListerWatcher:     s.lw,

@@ -61,7 +61,7 @@ func (r *Reflector) WaitForShard(ctx context.Context, s Shard) error {
 		return fmt.Errorf("WaitForShard on reflector %s: %w", r.name, ErrNotSharded)
 	}
 	for {
-		synced, changed := r.shards.lastSynced()
+		synced, _, changed := r.shards.lastSynced()
 		if synced.Equal(s) {
 			return nil
 		}
@@ -93,7 +93,9 @@ type shardControl struct {
 	changed bool
 	// synced is the shard of the last completed sync; syncedC is closed
 	// and replaced when it changes.
-	synced  Shard
+	synced Shard
+	// syncs counts the syncs completed; each was one store Replace.
+	syncs   uint64
 	syncedC chan struct{}
 }
 
@@ -114,20 +116,18 @@ func (sc *shardControl) syncedWith(spec *shardSpec) {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if sc.synced.Equal(spec.shard) {
-		return
-	}
 	sc.synced = spec.shard
+	sc.syncs++
 	close(sc.syncedC)
 	sc.syncedC = make(chan struct{})
 }
 
-// lastSynced returns the shard of the last completed sync and a channel
-// closed when that changes.
-func (sc *shardControl) lastSynced() (Shard, <-chan struct{}) {
+// lastSynced returns the shard of the last completed sync, how many syncs
+// have completed, and a channel closed at the next.
+func (sc *shardControl) lastSynced() (Shard, uint64, <-chan struct{}) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	return sc.synced, sc.syncedC
+	return sc.synced, sc.syncs, sc.syncedC
 }
 
 // current is the shard to use now; nil when unsharded (sc nil).
