@@ -227,6 +227,7 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 // flowing is told that a watch delivered a burst of events: the server is
 // reached, and a loss of touch ends.
 func (c *cycle) flowing() {
+	c.r.live.lastSign = c.r.clock.Now()
 	c.r.reachedServer()
 	c.r.inTouch()
 }

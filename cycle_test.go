@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,7 +167,11 @@ func watchStreamRows(expired, gone, throttled, internal, forbidden, short, stall
 			outcome{next: stepRelist, end: WatchResyncFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
 		{"403 event", atWatchStream, forbidden, facts{},
 			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden, streak: streakReset}},
-		{"connection lost", atWatchStream, lost, facts{},
+		{"connection lost (HTTP/2 health check): the loss dates from the last sign of life", atWatchStream, lost, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, silent: true}},
+		{"read timed out: likewise", atWatchStream, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, silent: true}},
+		{"connection reset: the loss begins now", atWatchStream, syscall.ECONNRESET, facts{},
 			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
 	}
 }
