@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -11,51 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
-
-// silentLW serves one LIST, then one watch driven by the test; every later
-// LIST blocks (the connection is black-holed) and every later watch stays
-// open and silent.
-type silentLW struct {
-	mu      sync.Mutex
-	lists   int
-	watches int
-	w       *watch.FakeWatcher
-}
-
-func (l *silentLW) List(o metav1.ListOptions) (runtime.Object, error) {
-	return l.ListWithContext(context.Background(), o)
-}
-
-func (l *silentLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), o)
-}
-
-func (l *silentLW) ListWithContext(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
-	l.mu.Lock()
-	l.lists++
-	first := l.lists == 1
-	l.mu.Unlock()
-	if first {
-		return cmList("5", "", cm("a", "4")), nil
-	}
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-func (l *silentLW) WatchWithContext(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.watches++
-	if l.watches == 1 {
-		return l.w, nil
-	}
-	return watch.NewFake(), nil
-}
 
 // clientLost is the ERROR event client-go's watch decoder sends when the
 // HTTP/2 health check gives up on the connection.
@@ -85,7 +43,10 @@ func TestHealthSilentDeathDatesFromLastSignOfLife(t *testing.T) {
 
 func runSilentDeath(t *testing.T, lastSign, want time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &silentLW{w: watch.NewFakeWithChanSize(4, false)}
+		// One LIST, then the watch the test drives; later LISTs block (the
+		// connection is black-holed), later watches stay open and silent.
+		w := watch.NewFakeWithChanSize(4, false)
+		lw := newScript([]listReply{{list: cmList("5", "", cm("a", "4"))}}, []watchReply{{w: w}})
 		start := time.Now()
 		var mu sync.Mutex
 		var degradedAt time.Duration
@@ -101,9 +62,9 @@ func runSilentDeath(t *testing.T, lastSign, want time.Duration) {
 		})
 		startReflector(t, r)
 		time.Sleep(lastSign)
-		lw.w.Add(cm("b", "6"))
+		w.Add(cm("b", "6"))
 		time.Sleep(45*time.Second - lastSign)
-		lw.w.Error(clientLost())
+		w.Error(clientLost())
 		time.Sleep(20 * time.Second)
 		mu.Lock()
 		defer mu.Unlock()
