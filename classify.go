@@ -2,6 +2,8 @@ package cache
 
 import (
 	"errors"
+	"net"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +29,7 @@ func classify(w where, err error, f facts) outcome {
 	}
 	o.relist = relistCause(o.end)
 	o.retryAfter = retryAfter(err)
+	o.silent = w == atWatchStream && silentDeath(err)
 	switch w {
 	case atWatchOpen:
 		return openOutcome(o, err)
@@ -188,7 +191,7 @@ func reasonFor(err error, fallback DegradedReason) DegradedReason {
 	switch {
 	case IsShardIgnored(err):
 		return ReasonShardIgnored
-	case apierrors.IsBadRequest(err):
+	case apierrors.IsBadRequest(err), isInvalidShardSelector(err):
 		return ReasonRejected
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		return ReasonForbidden
@@ -200,4 +203,26 @@ func reasonFor(err error, fallback DegradedReason) DegradedReason {
 		return ReasonUnreachable
 	}
 	return fallback
+}
+
+// isInvalidShardSelector: kube-apiserver 1.37 answers a shard selector it
+// cannot parse with a 500 whose message says so, rather than a 400.
+func isInvalidShardSelector(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "invalid shard selector")
+}
+
+// silentDeath: the watch's connection died without the server saying so:
+// the HTTP/2 health check gave up on it ("client connection lost", its
+// ping timed out) or a read timed out. Nothing came since the watch's last
+// event, bookmark or open, so the loss of touch began then.
+func silentDeath(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "client connection lost") || strings.Contains(msg, "http2: ping")
 }

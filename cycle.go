@@ -139,6 +139,7 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	// follows an error.
 	r.listCause = ListWatchError
 	c.resync = startResync(r.clock, r.resyncPeriod)
+	r.shards.syncedWith(c.shard)
 	// The backoff is not reset here: a relist whose watch then fails at
 	// once is a failure repeated, and must keep backing off.
 	r.syncCompleted()
@@ -226,6 +227,7 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 // flowing is told that a watch delivered a burst of events: the server is
 // reached, and a loss of touch ends.
 func (c *cycle) flowing() {
+	c.r.live.lastSign = c.r.clock.Now()
 	c.r.reachedServer()
 	c.r.inTouch()
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,6 +64,8 @@ func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, 
 			{"LIST 410 at the latest", atList, expired, facts{},
 				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
 			{"LIST 400 at RV 0 (a malformed request: reported at once)", atList, badRequest, facts{listRV: "0"},
+				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonRejected}},
+			{"LIST with a shard selector the server cannot parse (kube-apiserver 1.37: 500)", atList, apierrors.NewInternalError(errors.New("invalid shard selector: unsupported field path")), at5,
 				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonRejected}},
 			{"LIST the server did not shard", atList, shardIgnored, at5,
 				outcome{next: stepFail, relist: ListRetry, health: healthNow, reason: ReasonShardIgnored}},
@@ -162,7 +167,11 @@ func watchStreamRows(expired, gone, throttled, internal, forbidden, short, stall
 			outcome{next: stepRelist, end: WatchResyncFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing}},
 		{"403 event", atWatchStream, forbidden, facts{},
 			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthNow, reason: ReasonForbidden, streak: streakReset}},
-		{"connection lost", atWatchStream, lost, facts{},
+		{"connection lost (HTTP/2 health check): the loss dates from the last sign of life", atWatchStream, lost, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, silent: true}},
+		{"read timed out: likewise", atWatchStream, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, silent: true}},
+		{"connection reset: the loss begins now", atWatchStream, syscall.ECONNRESET, facts{},
 			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset}},
 	}
 }

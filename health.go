@@ -90,7 +90,15 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     period, health becomes Degraded with the reason of the latest failure
 //     and LastError set, also while a LIST, WatchList or watch call is
 //     still in flight. While a watch is open no such report is made; if it
-//     then closes empty, its open time counts as lost.
+//     then closes empty, its open time counts as lost. A watch whose
+//     connection died silently (client-go's HTTP/2 health check gave up on
+//     it: "client connection lost"; or a read timed out) lost touch at its
+//     last sign of life (its last event or bookmark, or its opening), so
+//     the loss is dated from then: Degraded at once if that is a grace
+//     period ago. Such a death is noticed only when the transport's health
+//     check fails: HTTP2_READ_IDLE_TIMEOUT_SECONDS (30 s) of silence, then
+//     an unanswered ping for HTTP2_PING_TIMEOUT_SECONDS (15 s), read from
+//     the environment by client-go's transport when a client is built.
 //   - Reported at once, because waiting cannot mend them or they have
 //     already lasted long: Forbidden (401/403) and NotFound (404) answers,
 //     a stall, and a stale-RV loop.

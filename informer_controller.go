@@ -26,6 +26,8 @@ type controller struct {
 	// shard, if set, is the shard SetShard gave before the Reflector was
 	// built; it is built with it.
 	shard *Shard
+	// built, if set, is closed once the Reflector is built.
+	built chan struct{}
 }
 
 // New returns a Controller for c, driven by this package's Reflector.
@@ -63,6 +65,9 @@ func (c *controller) RunWithContext(ctx context.Context) {
 	r := c.newReflector(ctx)
 	c.reflector = r
 	c.mu.Unlock()
+	if c.built != nil {
+		close(c.built)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	stop := make(chan struct{})

@@ -17,6 +17,9 @@ var informerKeyFunc clientgocache.KeyFunc = clientgocache.DeletionHandlingMetaNa
 type deltaApplier struct {
 	store   clientgocache.Store
 	handler ResourceEventHandler
+	// replaced, if set, counts the whole-state replacements applied to
+	// the store.
+	replaced *replaceMark
 }
 
 // process is a ProcessFunc: obj must be a Deltas.
@@ -122,6 +125,7 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 	if err := a.store.Replace(info.Objects, info.ResourceVersion); err != nil {
 		return err
 	}
+	a.replaced.add()
 	for _, t := range gone {
 		a.handler.OnDelete(t)
 	}

@@ -1,9 +1,13 @@
 package cache
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgofeatures "k8s.io/client-go/features"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
 
@@ -34,6 +38,78 @@ func (s *sharedIndexInformer) SetShard(sh Shard) error {
 	ctrl := s.ctrl
 	s.mu.Unlock()
 	return ctrl.setShard(sh)
+}
+
+// WaitForShard blocks until the informer's indexer holds shard s's
+// objects: its Reflector has synced with s (see Reflector.WaitForShard)
+// and that sync has been applied to the indexer (nil), or ctx ends. With
+// client-go's AtomicFIFO feature gate off (it is on by default), the queue
+// does not mark where a sync ends, and it returns once the Reflector has
+// synced: the indexer follows as the queue is processed.
+func (s *sharedIndexInformer) WaitForShard(ctx context.Context, sh Shard) error {
+	fail := func() error { return fmt.Errorf("%w with shard %s: %w", ErrNotSynced, sh, ctx.Err()) }
+	select {
+	case <-s.reflectorBuilt:
+	case <-ctx.Done():
+		return fail()
+	}
+	s.mu.Lock()
+	ctrl := s.ctrl
+	s.mu.Unlock()
+	ctrl.mu.RLock()
+	r := ctrl.reflector
+	ctrl.mu.RUnlock()
+	for {
+		if err := r.WaitForShard(ctx, sh); err != nil || !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
+			return err
+		}
+		// Each of the Reflector's syncs was one Replace of the queue,
+		// which the indexer gets as one ReplacedAll, in order.
+		_, syncs, synced := r.shards.lastSynced()
+		applied, changed := s.replaced.get()
+		if applied >= syncs {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-synced:
+		case <-ctx.Done():
+			return fail()
+		}
+	}
+}
+
+// replaceMark counts the whole-state replacements applied to an
+// informer's indexer.
+type replaceMark struct {
+	mu sync.Mutex
+	n  uint64
+	// changed is closed and replaced when n grows.
+	changed chan struct{}
+}
+
+// add counts one; a nil mark counts nothing.
+func (m *replaceMark) add() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	if m.changed != nil {
+		close(m.changed)
+	}
+	m.changed = make(chan struct{})
+}
+
+// get returns the count and a channel closed at the next add.
+func (m *replaceMark) get() (uint64, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.n, m.changed
 }
 
 // setShard reshards the controller's Reflector, or, before it is built,

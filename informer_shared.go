@@ -39,6 +39,10 @@ type sharedIndexInformer struct {
 	ctrl              *controller
 	limits            HandlerLimits
 	reflectorOptions  *ReflectorOptions
+	// reflectorBuilt is closed once Run has built the Reflector.
+	reflectorBuilt chan struct{}
+	// replaced marks the last whole-state replacement of the indexer.
+	replaced replaceMark
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -79,6 +83,7 @@ func newSharedIndexInformer(lw clientgocache.ListerWatcher, obj runtime.Object, 
 		options:           options,
 		resyncCheckPeriod: options.ResyncPeriod,
 		limits:            HandlerLimits{}.withDefaults(),
+		reflectorBuilt:    make(chan struct{}),
 	}
 	name := fmt.Sprintf("SharedIndexInformer %T", obj)
 	s.sync.init(func() string { return name }, s.lastError)
@@ -171,7 +176,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	}
 	logger := klog.FromContext(ctx)
 	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
-	a := deltaApplier{store: s.indexer, handler: fanOut{s}}
+	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced}
 	s.ctrl = New(&Config{
 		Queue:             q,
 		ListerWatcher:     s.lw,
@@ -192,6 +197,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}).(*controller)
 	s.ctrl.adjust = s.mergeReflectorOptions()
+	s.ctrl.built = s.reflectorBuilt
 	s.started = true
 	return s.ctrl
 }

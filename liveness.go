@@ -73,6 +73,9 @@ type liveness struct {
 	armed    bool
 	openedAt time.Time
 	timer    clock.Timer
+	// lastSign is the open watch's last sign of life: when it opened, or
+	// its last event or bookmark.
+	lastSign time.Time
 }
 
 // inLoss says whether touch with the server is lost.
@@ -93,14 +96,17 @@ func (l *liveness) C() <-chan time.Time {
 // lasted the grace period. After a sync that suspended the loss, a failure
 // that leads to another sync makes it a loop (it goes on from when it
 // began); any other failure begins a new loss.
-func (l *liveness) lose(reason DegradedReason, err error, now time.Time, relist bool) bool {
+//
+// began is when the loss began: now, or for a connection that died
+// silently, the last sign of life of its watch.
+func (l *liveness) lose(reason DegradedReason, err error, began, now time.Time, relist bool) bool {
 	if l.suspended && relist {
 		l.looping = true
 	} else if l.suspended && !l.reported {
 		l.since, l.looping = time.Time{}, false
 	}
 	if l.since.IsZero() {
-		l.since = now
+		l.since = began
 	}
 	l.reason, l.err, l.tentative, l.suspended = reason, err, false, false
 	return l.closed(now) || l.reported
@@ -154,7 +160,7 @@ func (l *liveness) calling(now time.Time) {
 // (at once with no grace period). After a stall, which is a watch open and
 // silent, there is no probation.
 func (l *liveness) opened(now time.Time) {
-	l.watchOpen, l.openedAt = true, now
+	l.watchOpen, l.openedAt, l.lastSign = true, now, now
 	switch {
 	case l.tentative && !l.reported:
 		l.regain()
@@ -251,13 +257,21 @@ func (l *liveness) stopTimer() {
 // watch (relist: and makes it sync again): health turns Degraded with
 // reason and err once the loss has lasted the grace period (at once if it
 // already has, or was already reported).
-func (r *Reflector) lostTouch(reason DegradedReason, err error, relist bool) {
-	r.degradeIf(r.live.lose(reason, err, r.clock.Now(), relist))
+// With silent set the connection died without a word (see
+// silentDeath), and the loss is dated from the watch's last sign of life.
+func (r *Reflector) lostTouch(reason DegradedReason, err error, relist, silent bool) {
+	now := r.clock.Now()
+	began := now
+	if silent && !r.live.lastSign.IsZero() && r.live.lastSign.Before(now) {
+		began = r.live.lastSign
+	}
+	r.degradeIf(r.live.lose(reason, err, began, now, relist))
 }
 
 // reportLoss records a failure that is reported as Degraded at once.
 func (r *Reflector) reportLoss(reason DegradedReason, err error, relist bool) {
-	r.live.lose(reason, err, r.clock.Now(), relist)
+	now := r.clock.Now()
+	r.live.lose(reason, err, now, now, relist)
 	r.live.report()
 	r.degradeIf(true)
 }

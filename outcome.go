@@ -118,6 +118,9 @@ type outcome struct {
 	reached bool
 	// forgetRV: the next sync is made at the latest resourceVersion.
 	forgetRV bool
+	// silent: the connection died without a word (see silentDeath); the
+	// loss is dated from the watch's last sign of life.
+	silent bool
 	// retryAfter is the server's requested delay before the next attempt.
 	retryAfter time.Duration
 }
@@ -157,7 +160,7 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 	case healthNow:
 		r.reportLoss(o.reason, err, relist)
 	case healthLoss:
-		r.lostTouch(o.reason, cmp.Or(err, emptyErr(o)), relist)
+		r.lostTouch(o.reason, cmp.Or(err, emptyErr(o)), relist, o.silent)
 	default:
 		r.watchClosed()
 	}

@@ -1,9 +1,3 @@
-// Package cache is a drop-in reimplementation of client-go's tools/cache
-// Reflector: it LISTs a resource (paginated) or streams it as one WatchList,
-// WATCHes from the resulting resourceVersion, and keeps a ReflectorStore in
-// step with the server through expired resourceVersions, throttling, dropped
-// connections and restarts. Public names and method sets match client-go's,
-// so client-go's ListWatch, DeltaFIFO, RealFIFO and Indexer plug in.
 package cache
 
 import (

@@ -12,9 +12,13 @@ import (
 var ErrNotSharded = errors.New("not created with a shard (ReflectorOptions.Shard)")
 
 // Resharder is implemented by a sharded Reflector and by this package's
-// informers: SetShard changes the shard while it runs.
+// informers: SetShard changes the shard while it runs, and WaitForShard
+// waits until the store holds a shard's objects.
 type Resharder interface {
 	SetShard(s Shard) error
+	// WaitForShard blocks until a sync made with shard s has been
+	// completed (nil), or ctx ends (its error).
+	WaitForShard(ctx context.Context, s Shard) error
 }
 
 var _ Resharder = &Reflector{}
@@ -46,6 +50,29 @@ func (r *Reflector) SetShard(s Shard) error {
 	return nil
 }
 
+// WaitForShard blocks until the store has been synced with shard s: a
+// LIST or WatchList made with s as its selector has been Replaced into the
+// store (nil), or ctx ends (its error, wrapping ErrNotSynced). After
+// SetShard(s) it tells when the store holds the new shard's objects; it
+// is the step to wait for between the two steps of a handoff (see
+// SetShard). Safe from any goroutine.
+func (r *Reflector) WaitForShard(ctx context.Context, s Shard) error {
+	if r.shards == nil {
+		return fmt.Errorf("WaitForShard on reflector %s: %w", r.name, ErrNotSharded)
+	}
+	for {
+		synced, _, changed := r.shards.lastSynced()
+		if synced.Equal(s) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w with shard %s: %w", ErrNotSynced, s, ctx.Err())
+		}
+	}
+}
+
 // Shard returns the Reflector's shard; the zero Shard if it is unsharded.
 func (r *Reflector) Shard() Shard {
 	if spec := r.shards.current(); spec != nil {
@@ -64,6 +91,12 @@ type shardControl struct {
 	cancel context.CancelFunc
 	// changed: the shard changed during the iteration in progress.
 	changed bool
+	// synced is the shard of the last completed sync; syncedC is closed
+	// and replaced when it changes.
+	synced Shard
+	// syncs counts the syncs completed; each was one store Replace.
+	syncs   uint64
+	syncedC chan struct{}
 }
 
 func newShardControl(s *Shard, local bool) *shardControl {
@@ -73,7 +106,28 @@ func newShardControl(s *Shard, local bool) *shardControl {
 	if s.IsZero() {
 		panic("cache: ReflectorOptions.Shard is the zero Shard; make one with ReplicaShard, NewShard or ParseShard")
 	}
-	return &shardControl{spec: newShardSpec(*s, local)}
+	return &shardControl{spec: newShardSpec(*s, local), syncedC: make(chan struct{})}
+}
+
+// syncedWith is told that a sync made with spec completed.
+func (sc *shardControl) syncedWith(spec *shardSpec) {
+	if sc == nil || spec == nil {
+		return
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.synced = spec.shard
+	sc.syncs++
+	close(sc.syncedC)
+	sc.syncedC = make(chan struct{})
+}
+
+// lastSynced returns the shard of the last completed sync, how many syncs
+// have completed, and a channel closed at the next.
+func (sc *shardControl) lastSynced() (Shard, uint64, <-chan struct{}) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.synced, sc.syncs, sc.syncedC
 }
 
 // current is the shard to use now; nil when unsharded (sc nil).

@@ -24,15 +24,16 @@ type listReply struct {
 }
 
 // watchReply is what it answers to one WATCH, after delay (a call that
-// blocks; the caller's context ending cuts it short): an error, or a watch
+// blocks; the caller's context ending cuts it short): an error, a watch
 // that delivers events and then closes (after closeAfter), ends with an
-// error event, or stays open forever (hang).
+// error event, or stays open forever (hang), or w, a watch the test drives.
 type watchReply struct {
 	delay      time.Duration
 	err        error
 	events     []watch.Event
 	closeAfter time.Duration
 	hang       bool
+	w          watch.Interface
 }
 
 // scriptLW answers LIST and WATCH calls from two queues and records every
@@ -103,8 +104,8 @@ func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (
 			return nil, ctx.Err()
 		}
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.err != nil || r.w != nil {
+		return r.w, r.err
 	}
 	ch := make(chan watch.Event, len(r.events))
 	for _, e := range r.events {

@@ -80,6 +80,13 @@ func TestInformerReshard(t *testing.T) {
 		if err := inf.(Resharder).SetShard(next); err != nil {
 			t.Fatal(err)
 		}
+		if err := inf.(Resharder).WaitForShard(t.Context(), next); err != nil {
+			t.Fatal(err)
+		}
+		// WaitForShard returns once the indexer holds the new shard.
+		if keys := inf.GetStore().ListKeys(); !slices.Contains(keys, "ns/enters") || slices.Contains(keys, "ns/leaves") {
+			t.Fatalf("WaitForShard returned with the indexer at %q", keys)
+		}
 		synctest.Wait()
 		if got, want := log.take(), []string{"add enters", "delete leaves", "update stays@2->2"}; !slices.Equal(got, want) {
 			t.Fatalf("after the reshard: %q, want %q", got, want)

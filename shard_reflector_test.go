@@ -261,10 +261,19 @@ func TestSetShardRelists(t *testing.T) {
 		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
 		store := &recordingStore{}
 		r := newShardedReflector(lw, store, s0, false)
-		startReflector(t, r)
+		ctx, _ := startReflector(t, r)
+		if err := r.WaitForShard(ctx, s0); err != nil {
+			t.Fatal(err)
+		}
 		synctest.Wait()
 		if err := r.SetShard(s1); err != nil {
 			t.Fatal(err)
+		}
+		if err := r.WaitForShard(ctx, s1); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.recorded(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
+			t.Fatalf("WaitForShard returned before the new shard was Replaced: %q", got)
 		}
 		<-lw.drained
 		synctest.Wait()
@@ -285,6 +294,15 @@ func TestSetShardErrors(t *testing.T) {
 	unsharded := NewReflector(newScript(nil, nil), &corev1.ConfigMap{}, &recordingStore{}, 0)
 	if err := unsharded.SetShard(mustShard(t, 0, 2)); !errors.Is(err, ErrNotSharded) {
 		t.Errorf("SetShard on an unsharded Reflector = %v, want ErrNotSharded", err)
+	}
+	if err := unsharded.WaitForShard(t.Context(), mustShard(t, 0, 2)); !errors.Is(err, ErrNotSharded) {
+		t.Errorf("WaitForShard on an unsharded Reflector = %v, want ErrNotSharded", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	never := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
+	if err := never.WaitForShard(ctx, mustShard(t, 0, 2)); !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitForShard with an ended context = %v", err)
 	}
 	r := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
 	if err := r.SetShard(Shard{}); !errors.Is(err, ErrInvalidShard) {
@@ -324,6 +342,25 @@ func TestShardTrustAfter(t *testing.T) {
 	out := shardedCM(t, s, "out", "1", false)
 	if keep, err := check.event(out, out); !keep || err != nil {
 		t.Fatalf("after 30 in a row the stream is trusted; got %v, %v", keep, err)
+	}
+}
+
+// An unstructured list without an echo (kube-apiserver 1.37 sets none on
+// custom resources' lists) is judged by its items, each checked.
+func TestShardUnstructuredListWithoutEcho(t *testing.T) {
+	s := mustShard(t, 0, 2)
+	item := func(in bool) map[string]interface{} {
+		c := shardedCM(t, s, "x", "1", in)
+		return map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": c.Name, "namespace": c.Namespace, "uid": string(c.UID), "resourceVersion": "1"}}
+	}
+	for _, in := range []bool{true, false} {
+		u := &unstructured.UnstructuredList{Object: map[string]interface{}{"metadata": map[string]interface{}{"resourceVersion": "5"}}}
+		u.Items = []unstructured.Unstructured{{Object: item(in)}}
+		var l listed
+		_, err := l.addPage(u, newShardSpec(s, false).newCheck())
+		if (err == nil) != in || (err != nil && !IsShardIgnored(err)) {
+			t.Errorf("item in the shard %v: error %v", in, err)
+		}
 	}
 }
 

@@ -39,6 +39,15 @@ func (r *Resource) List(opts metav1.ListOptions) (runtime.Object, error) {
 // the first page, and a token whose snapshot was compacted gets 410
 // Expired carrying an inconsistent-continue token. Items come in key order
 // ("namespace/name").
+//
+// A ShardSelector (shardRange terms joined by "||", parsed by
+// cache.ParseShard) keeps, on top of the label and field selectors, the
+// objects whose metadata.uid or metadata.namespace hashes into its
+// ranges; each page it filtered has no remainingItemCount and echoes the
+// selector in ListMeta.ShardInfo as kube-apiserver does (term by term in
+// its canonical form, which is the request's text when written as
+// Shard.String writes it; Unstructured lists get no ShardInfo, as custom
+// resources' do not). A malformed selector is 400 BadRequest.
 func (r *Resource) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	c := r.call(VerbList, "", "")
 	if err := r.srv.begin(ctx, c); err != nil {
@@ -154,7 +163,11 @@ func (r *Resource) pageLocked(p predicate, rev uint64, start string, limit int64
 			remaining = &n
 		}
 	}
-	return r.t.newList(items, formatRV(rev), cont, remaining)
+	list, err := r.t.newList(items, formatRV(rev), cont, remaining)
+	if err == nil {
+		p.stampShard(list)
+	}
+	return list, err
 }
 
 // continueToken is the content of a continue token: the resource, the

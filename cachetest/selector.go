@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kreflector/cache"
 )
 
 // Fields a field selector may name, as for most built-in resources.
@@ -21,15 +23,20 @@ const (
 
 // predicate selects the objects a LIST or WATCH returns: the handle's
 // namespace (a key prefix, not a selector, for the server) and the
-// request's label and field selectors.
+// request's label, field and shard selectors.
 type predicate struct {
 	namespace string
 	label     labels.Selector
 	field     fields.Selector
+	// shard, unless zero, keeps the objects whose key hashes into it;
+	// shardEcho is the selector as ListMeta.ShardInfo echoes it then.
+	shard     cache.Shard
+	shardEcho string
 }
 
 // parseOptions validates opts as kube-apiserver does (with watch set for a
-// WATCH) and builds the predicate. Unparsable selectors and unsupported
+// WATCH) and builds the predicate. Unparsable selectors (the shard
+// selector last, as kube-apiserver parses it in storage) and unsupported
 // field labels are 400 BadRequest; invalid combinations 422 Invalid.
 func (r *Resource) parseOptions(opts metav1.ListOptions, watching bool) (internalversion.ListOptions, predicate, error) {
 	var in internalversion.ListOptions
@@ -40,15 +47,17 @@ func (r *Resource) parseOptions(opts metav1.ListOptions, watching bool) (interna
 	if errs := validation.ValidateListOptions(&in, !r.srv.opts.DisableWatchList); len(errs) > 0 {
 		return in, predicate{}, errInvalidListOptions(errs)
 	}
-	if in.ShardSelector != "" {
-		return in, predicate{}, apierrors.NewBadRequest("cachetest: shardSelector is not supported")
-	}
 	for _, req := range in.FieldSelector.Requirements() {
 		if req.Field != fieldName && req.Field != fieldNamespace {
 			return in, predicate{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 	}
-	return in, predicate{namespace: r.ns, label: in.LabelSelector, field: in.FieldSelector}, nil
+	p := predicate{namespace: r.ns, label: in.LabelSelector, field: in.FieldSelector}
+	var err error
+	if p.shard, p.shardEcho, err = r.srv.parseShardSelector(in.ShardSelector); err != nil {
+		return in, predicate{}, err
+	}
+	return in, p, nil
 }
 
 // matches says whether obj is selected.
@@ -63,16 +72,16 @@ func (p predicate) matches(obj runtime.Object) bool {
 	if p.label != nil && !p.label.Empty() && !p.label.Matches(labels.Set(m.GetLabels())) {
 		return false
 	}
-	if p.field != nil && !p.field.Empty() {
-		return p.field.Matches(fields.Set{fieldName: m.GetName(), fieldNamespace: m.GetNamespace()})
+	if p.field != nil && !p.field.Empty() && !p.field.Matches(fields.Set{fieldName: m.GetName(), fieldNamespace: m.GetNamespace()}) {
+		return false
 	}
-	return true
+	return p.inShard(obj)
 }
 
 // filters says whether the selectors may leave objects out, in which case
 // kube-apiserver does not count the remaining items of a page.
 func (p predicate) filters() bool {
-	return p.label != nil && !p.label.Empty() || p.field != nil && !p.field.Empty()
+	return p.label != nil && !p.label.Empty() || p.field != nil && !p.field.Empty() || !p.shard.IsZero()
 }
 
 // inNamespace says whether obj is in the predicate's namespace.

@@ -6,10 +6,10 @@
 // Unlike client-go's fake clientset and FakeControllerSource, it keeps the
 // API server's contract: one resourceVersion counter and one change
 // history for every resource (like etcd), LIST pagination with opaque
-// continue tokens, label and field selectors, compaction with 410 Expired
-// answers, "too large resource version" answers, watch bookmarks, WatchList
-// streams ending with the initial-events-end bookmark, watch timeouts, and
-// faults injected by plain, deterministic method calls. All time comes
+// continue tokens, label, field and shard selectors, compaction with 410
+// Expired answers, "too large resource version" answers, watch bookmarks,
+// WatchList streams ending with the initial-events-end bookmark, watch
+// timeouts, and faults injected by plain, deterministic method calls. All time comes
 // from an injected clock, so tests can run under testing/synctest or with
 // a fake clock.
 //
@@ -60,6 +60,12 @@ type Options struct {
 	// (sendInitialEvents) as a server without the feature does: 422
 	// Invalid. Clients then fall back to LIST.
 	DisableWatchList bool
+	// DisableShardedListAndWatch makes the server act as kube-apiserver
+	// with the ShardedListAndWatch feature gate off (its default in 1.37)
+	// or before 1.36: it ignores ListOptions.ShardSelector, well-formed or
+	// not, so LIST and WATCH serve every object and no ListMeta.ShardInfo.
+	// Server.SetShardedListAndWatch changes it on a running server.
+	DisableShardedListAndWatch bool
 	// NoWatchCache mimics kube-apiserver with --watch-cache=false: LISTs at
 	// resourceVersion "0" are paged and fresh, as reads from etcd are. By
 	// default they are served as from the watch cache: in one page
@@ -100,6 +106,8 @@ type Server struct {
 
 	// events and bookmarks are counted by watch goroutines.
 	events, bookmarks atomic.Int64
+	// shardingOff is the ShardedListAndWatch feature gate, off.
+	shardingOff atomic.Bool
 
 	// done is closed by Close; wg counts watch goroutines.
 	done chan struct{}
@@ -124,7 +132,7 @@ func NewServer(opts Options) *Server {
 	if opts.NoWatchCache {
 		opts.CacheLag = 0
 	}
-	return &Server{
+	s := &Server{
 		clock:    opts.Clock,
 		opts:     opts,
 		hist:     newHistory(opts.HistoryLimit),
@@ -135,6 +143,8 @@ func NewServer(opts Options) *Server {
 		stats:    newStats(),
 		done:     make(chan struct{}),
 	}
+	s.shardingOff.Store(opts.DisableShardedListAndWatch)
+	return s
 }
 
 // Resource returns the handle of the resource t describes, adding it on

@@ -35,9 +35,11 @@ func (r *Resource) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 //     resourceVersion without the state.
 //
 // With Options.DisableWatchList, sendInitialEvents is refused with 422
-// Invalid, as a server without the WatchList feature refuses it. Label and
-// field selectors filter events; an update moving an object into or out of
-// them arrives as ADDED or DELETED. With allowWatchBookmarks, a BOOKMARK
+// Invalid, as a server without the WatchList feature refuses it. Label,
+// field and shard selectors (see ListWithContext) filter the events,
+// initial ones included, but not bookmarks; an update moving an object
+// into or out of them arrives as ADDED or DELETED. A malformed shard
+// selector is 400 BadRequest. With allowWatchBookmarks, a BOOKMARK
 // carrying the resourceVersion of the type's newest change comes every
 // Options.BookmarkInterval, once that change is past the resourceVersion
 // the watch started at: as in kube-apiserver, a watch on a type nobody

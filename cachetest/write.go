@@ -42,7 +42,7 @@ func (r *Resource) Create(ctx context.Context, obj runtime.Object, opts metav1.C
 	}
 	m.SetResourceVersion(formatRV(rev))
 	if m.GetUID() == "" {
-		m.SetUID(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", rev)))
+		m.SetUID(newUID(rev))
 	}
 	if ts := m.GetCreationTimestamp(); ts.IsZero() {
 		m.SetCreationTimestamp(metav1.NewTime(s.clock.Now()).Rfc3339Copy())
@@ -169,7 +169,7 @@ func (r *Resource) CreateAll(ctx context.Context, objs ...runtime.Object) error 
 
 // DeleteCollection deletes, one by one (each with its own resourceVersion
 // and DELETED event), the objects in the handle's scope that listOpts'
-// label and field selectors match, and returns how many it deleted.
+// label, field and shard selectors match, and returns how many it deleted.
 func (r *Resource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) (int, error) {
 	if err := r.srv.begin(ctx, r.call(VerbDeleteCollection, "", "")); err != nil {
 		return 0, err
@@ -215,4 +215,16 @@ func nameSuffix(rev uint64) string {
 		rev /= uint64(len(alphabet))
 	}
 	return string(b)
+}
+
+// newUID is the UID of the object created at rev: unique (rev is its last
+// part) and led by bits mixed from rev, so that UIDs spread over the
+// FNV-1a hash space as random ones do and shard selectors split objects
+// evenly (UIDs that differ only at the end hash to nearby values).
+func newUID(rev uint64) types.UID {
+	h := rev + 0x9e3779b97f4a7c15
+	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>27) * 0x94d049bb133111eb
+	h ^= h >> 31
+	return types.UID(fmt.Sprintf("%08x-%04x-4%03x-8000-%012x", uint32(h>>32), uint16(h>>16), uint16(h)&0xfff, rev))
 }

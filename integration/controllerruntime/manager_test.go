@@ -13,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -110,8 +112,15 @@ func TestMain(m *testing.M) {
 // recording reconciler. It is stopped when t ends.
 func startManager(t *testing.T, cfg *rest.Config, syncTimeout time.Duration) *running {
 	t.Helper()
+	return startManagerWith(t, cfg, syncTimeout, kcache.NewSharedIndexInformer)
+}
+
+// startManagerWith is startManager with the cache's informers built by
+// newInformer.
+func startManagerWith(t *testing.T, cfg *rest.Config, syncTimeout time.Duration, newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer) *running {
+	t.Helper()
 	mgr, err := manager.New(cfg, manager.Options{
-		Cache:   crcache.Options{NewInformer: kcache.NewSharedIndexInformer},
+		Cache:   crcache.Options{NewInformer: newInformer},
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{
 			SkipNameValidation: ptr.To(true),

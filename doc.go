@@ -1,0 +1,58 @@
+// Package cache is a drop-in reimplementation of client-go's tools/cache
+// Reflector and the informers built on it, under client-go's public names:
+// switching is a change of import, and client-go's ListWatch, DeltaFIFO,
+// RealFIFO, Indexer, fake clientsets, SharedInformerFactory and
+// controller-runtime's cache accept what this package makes.
+//
+// # Reflector
+//
+// A Reflector (NewReflector, NewNamedReflector, NewReflectorWithOptions)
+// LISTs a resource in pages, or streams it as one WatchList, then WATCHes
+// from the resulting resourceVersion with bookmarks, feeding every change
+// into a ReflectorStore (NewStore, or any client-go store or FIFO). It
+// keeps doing so through expired resourceVersions (410), throttling (429,
+// with Retry-After), dropped connections and server restarts, with
+// exponential backoff (ReflectorOptions.Backoff) and periodic resync.
+// ReflectorOptions holds client-go's options and ours beyond them.
+//
+// # Informers
+//
+// NewSharedIndexInformer, NewSharedInformer,
+// NewSharedIndexInformerWithOptions and the NewInformer family return
+// client-go's interfaces (SharedIndexInformer, Controller, Indexer),
+// driven by this package's Reflector. NewSharedIndexInformerWith gives all
+// informers of a controller-runtime cache or an informer factory the same
+// ReflectorOptions in one line; ReflectorConfigurable sets them on one
+// informer. Each handler has its own goroutine and backlog (HandlerLimits,
+// HandlerStats).
+//
+// # Health
+//
+// Reflector.Health, Reflector.WaitForSync and
+// ReflectorOptions.OnHealthChange say whether the store is current and, if
+// not, why (a DegradedReason and the last error): the contract is on
+// Health. Informers report theirs and their handlers' through
+// InformerHealthReporter.
+//
+// # Metrics
+//
+// Reflector.Stats is a snapshot of what a Reflector did; a
+// ReflectorMetricsProvider (ReflectorOptions.Metrics) receives the same as
+// metrics, declared in MetricDescs, without importing a metrics library.
+//
+// # Sharding
+//
+// A Shard (ReplicaShard, ParseShard, NewShard) set as ReflectorOptions.Shard
+// makes a Reflector cache only its share of a resource, filtered by
+// kube-apiserver's server-side sharding, and verified: a server that
+// ignores the shard selector is reported (ErrShardIgnored,
+// ReasonShardIgnored), never silently cached whole. SetShard and
+// WaitForShard (Resharder) reshard a running Reflector or informer.
+//
+// # Testing
+//
+// Package github.com/kreflector/cache/cachetest is a fake API server, in
+// process and over HTTP, with failure injection by plain methods and a
+// recording store, for honest tests of controllers built on either
+// package.
+package cache
