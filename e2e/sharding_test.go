@@ -95,26 +95,72 @@ func (r *replica) syncedTo(t *testing.T, s cache.Shard, from int, since uint64) 
 	}
 }
 
-// setShard gives the running replica shard s and waits until it has
-// synced to it. Giving it the shard it has is a no-op (the Reflector does
-// not relist then), so nothing is waited for.
-func (r *replica) setShard(t *testing.T, s cache.Shard) {
+// resharder is the informer's Resharder view.
+func (r *replica) resharder(t *testing.T) cache.Resharder {
 	t.Helper()
-	if s.Equal(r.shard) {
-		t.Logf("%s keeps %s", r.name, s)
-		return
-	}
 	res, ok := r.inf.(cache.Resharder)
 	if !ok {
 		t.Fatalf("%T does not implement cache.Resharder", r.inf)
 	}
+	return res
+}
+
+// waitForShard waits as an operator would, with the informer's
+// WaitForShard, and checks what it promises: the indexer holds shard s's
+// objects, on the objects that never change (stable, key to UID), whose
+// presence no later event can explain.
+func (r *replica) waitForShard(t *testing.T, s cache.Shard, stable map[string]types.UID) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), minute)
+	defer cancel()
+	if err := r.resharder(t).WaitForShard(ctx, s); err != nil {
+		t.Fatalf("%s: WaitForShard(%s): %v (health %+v)", r.name, s, err, r.health(t).Health())
+	}
+	var missing []string
+	for key, uid := range stable {
+		if _, ok, _ := r.inf.GetStore().GetByKey(key); owns(s, uid) && !ok {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		t.Errorf("%s: WaitForShard(%s) returned with %d objects of the shard not in the indexer (first %s)", r.name, s, len(missing), missing[0])
+	}
+}
+
+// setShard gives the running replica shard s (Resharder.SetShard), waits
+// for it with waitForShard, and then checks the sync independently: a
+// complete LIST echoing s's selector, and the handler told of all of it.
+// Giving it the shard it has is a no-op (the Reflector does not relist),
+// for which WaitForShard returns at once.
+func (r *replica) setShard(t *testing.T, s cache.Shard, stable map[string]types.UID) {
+	t.Helper()
+	if s.Equal(r.shard) {
+		r.waitForShard(t, s, stable)
+		t.Logf("%s keeps %s", r.name, s)
+		return
+	}
 	from, since := r.lw.mark(), r.log.callMark()
-	if err := res.SetShard(s); err != nil {
+	if err := r.resharder(t).SetShard(s); err != nil {
 		t.Fatalf("%s: SetShard(%s): %v", r.name, s, err)
 	}
 	r.shard = s
 	r.reshards++
+	r.waitForShard(t, s, stable)
 	r.syncedTo(t, s, from, since)
+}
+
+// stableObjects returns the key and UID of each Secret in ns whose name
+// starts with prefix.
+func stableObjects(t *testing.T, cs kubernetes.Interface, ns, prefix string) map[string]types.UID {
+	t.Helper()
+	out := map[string]types.UID{}
+	for key, uid := range keysOf(t, shardedSecretList(t, cs, ns, cache.Shard{})) {
+		if strings.HasPrefix(key, ns+"/"+prefix) {
+			out[key] = uid
+		}
+	}
+	return out
 }
 
 // keysOf returns the namespace/name keys of objs.
@@ -223,11 +269,14 @@ func (s *ownerSampler) finish() (int, []string) {
 //     its server-side shard (25 % ± 5 % of the objects), and each object
 //     was heard of by one replica's handler only, its owner's.
 //   - group B, 3 replicas resharded to 4 mid-churn by the handoff
-//     protocol (each old replica gets old ∪ new and syncs, a fourth
-//     starts on its new shard, then each gets its new shard): each of 400
-//     objects the churn never touches is in some replica's store at every
-//     sample taken every 20 ms through the reshard and after; at the end
-//     each store holds its new shard and their union covers the server.
+//     protocol (each old replica gets old ∪ new, a fourth starts on its
+//     new shard, WaitForShard on each, then each old one gets its new
+//     shard and WaitForShard): each of 400 objects the churn never
+//     touches is in some replica's store at every sample taken every
+//     20 ms through the reshard and after; every WaitForShard returns with
+//     its shard's untouched objects in the indexer, after a complete LIST
+//     echoing the shard; at the end each store holds its new shard and
+//     their union covers the server.
 //
 // It does not call t.Parallel: compacting etcd would expire the held
 // watches of other tests too.
@@ -255,6 +304,7 @@ func TestShardedInformersUnderChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d Secrets created in %v", len(names), time.Since(start).Round(time.Millisecond))
+	stable := stableObjects(t, cs, ns, "resident-")
 
 	four := make([]cache.Shard, 4)
 	for i := range four {
@@ -315,14 +365,15 @@ func TestShardedInformersUnderChurn(t *testing.T) {
 			t.Fatal(err)
 		}
 		unions[i] = u
-		r.setShard(t, u)
+		r.setShard(t, u, stable)
 	}
 	b3 := startReplica(t, cs, ns, "B3-of-4", four[3])
+	b3.waitForShard(t, four[3], stable)
 	b3.syncedTo(t, four[3], 0, 0)
 	sampler.add(b3)
 	groupB = append(groupB, b3)
 	for i, r := range groupB[:3] {
-		r.setShard(t, four[i])
+		r.setShard(t, four[i], stable)
 	}
 	t.Logf("group B resharded 3 → 4 in %v, during churn calls up to %d; unions %v", time.Since(reshardStart).Round(time.Millisecond), ch.ops.Load(), unions)
 
@@ -504,14 +555,16 @@ func TestReshardWithoutUnionLeavesAGap(t *testing.T) {
 	}
 	newShard := mustReplicaShard(t, 3, 4)
 	group = append(group, startReplica(t, cs, ns, "replica-3", newShard))
+	stable := stableObjects(t, cs, ns, "resident-")
 	for _, r := range group {
+		r.waitForShard(t, r.shard, stable)
 		r.syncedTo(t, r.shard, 0, 0)
 	}
 	s := newOwnerSampler(keys, group)
 	if orphans := s.sample(); len(orphans) != 0 {
 		t.Fatalf("before any reshard, %d objects in no store", len(orphans))
 	}
-	group[0].setShard(t, mustReplicaShard(t, 0, 4))
+	group[0].setShard(t, mustReplicaShard(t, 0, 4), stable)
 	// [1/4, 1/3): left by replica 0, not yet taken by replica 1.
 	gap, err := cache.NewShard(sharding.ShardRangeRequirement{Key: string(cache.ShardByUID), Start: "0x4000000000000000", End: "0x5555555555555555"})
 	if err != nil {
@@ -531,7 +584,7 @@ func TestReshardWithoutUnionLeavesAGap(t *testing.T) {
 		t.Errorf("objects in no store: %v\nwant those in the gap: %v", got, want)
 	}
 	for i, r := range group[1:3] {
-		r.setShard(t, mustReplicaShard(t, i+1, 4))
+		r.setShard(t, mustReplicaShard(t, i+1, 4), stable)
 	}
 	if orphans := s.sample(); len(orphans) != 0 {
 		t.Errorf("after every replica moved, %d objects in no store (first %s)", len(orphans), orphans[0])
