@@ -25,8 +25,8 @@ const (
 	apiServer  = "kube-apiserver"
 	// ungatedServer is a second kube-apiserver on the same etcd with the
 	// feature gate ShardedListAndWatch off (apiServer has it on): it
-	// ignores ListOptions.ShardSelector. It runs only once a test asks
-	// for it (cluster.ungated).
+	// ignores ListOptions.ShardSelector. It runs only while a test uses
+	// it (cluster.ungated).
 	ungatedServer = "kube-apiserver-ungated"
 )
 
@@ -44,10 +44,10 @@ type cluster struct {
 	// RBAC rights at all.
 	admin, stranger *rest.Config
 
-	// ungatedOnce starts ungatedServer for the first test that asks;
-	// ungatedErr is why it could not be.
-	ungatedOnce sync.Once
-	ungatedErr  error
+	// ungatedUsers counts the tests using ungatedServer, which runs while
+	// it is positive; ungatedMu guards it and the starts and stops.
+	ungatedMu    sync.Mutex
+	ungatedUsers int
 }
 
 // openCluster reads the cluster in dir and builds its client configs.
@@ -150,31 +150,32 @@ func (c *cluster) restoreCluster(t *testing.T) {
 	})
 }
 
-// ungated returns an admin config for ungatedServer, starting it (once,
-// for every test) if need be. It shares the certificates and tokens of
-// the first kube-apiserver, so only the address differs. Nothing stops it
-// before the suite ends: `cluster.sh down` does then.
+// ungated returns an admin config for ungatedServer, starting it if no
+// test uses it yet, and stops it when the last test using it ends, so
+// that the rest of the suite runs on one kube-apiserver as before. It
+// shares the certificates and tokens of the first kube-apiserver, so only
+// the address differs.
 func (c *cluster) ungated(t *testing.T) *rest.Config {
 	t.Helper()
 	url := c.env["UNGATED_APISERVER_URL"]
-	c.ungatedOnce.Do(func() {
-		if url == "" {
-			c.ungatedErr = fmt.Errorf("%s lacks UNGATED_APISERVER_URL", filepath.Join(c.dir, "env"))
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 3*time.Minute)
-		defer cancel()
-		start := time.Now()
-		out, err := exec.CommandContext(ctx, c.script, "start", ungatedServer, c.dir).CombinedOutput()
-		if err != nil {
-			c.ungatedErr = fmt.Errorf("cluster.sh start %s: %v\n%s", ungatedServer, err, out)
-			return
-		}
-		t.Logf("cluster.sh start %s (%v): %s", ungatedServer, time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
-	})
-	if c.ungatedErr != nil {
-		t.Fatal(c.ungatedErr)
+	if url == "" {
+		t.Fatalf("%s lacks UNGATED_APISERVER_URL", filepath.Join(c.dir, "env"))
 	}
+	c.ungatedMu.Lock()
+	defer c.ungatedMu.Unlock()
+	if c.ungatedUsers == 0 {
+		c.run(t, t.Context(), "start", ungatedServer)
+	}
+	c.ungatedUsers++
+	t.Cleanup(func() {
+		c.ungatedMu.Lock()
+		defer c.ungatedMu.Unlock()
+		if c.ungatedUsers--; c.ungatedUsers == 0 {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 3*time.Minute)
+			defer cancel()
+			c.run(t, ctx, "stop", ungatedServer)
+		}
+	})
 	cfg := rest.CopyConfig(c.admin)
 	cfg.Host = url
 	return cfg
