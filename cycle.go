@@ -140,6 +140,9 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.listCause = ListWatchError
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.shards.syncedWith(c.shard)
+	if r.in != nil {
+		r.in.filled = true
+	}
 	// The backoff is not reset here: a relist whose watch then fails at
 	// once is a failure repeated, and must keep backing off.
 	r.syncCompleted()

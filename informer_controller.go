@@ -28,6 +28,9 @@ type controller struct {
 	shard *Shard
 	// built, if set, is closed once the Reflector is built.
 	built chan struct{}
+	// held, if set, is the store the Queue feeds (an informer's indexer),
+	// where a relist looks for the objects it holds.
+	held getter
 }
 
 // New returns a Controller for c, driven by this package's Reflector.
@@ -106,6 +109,9 @@ func (c *controller) newReflector(ctx context.Context) *Reflector {
 		opts.Shard = c.shard
 	}
 	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
+	if c.held != nil {
+		r.reuseFrom(c.held, opts)
+	}
 	r.ShouldResync = cfg.ShouldResync
 	r.WatchListPageSize = cfg.WatchListPageSize
 	if opts.WatchErrorHandler != nil {

@@ -33,8 +33,11 @@ type notification struct {
 
 // listener delivers notifications to one handler, in order, from one
 // goroutine (run), buffering them in a backlog that starts empty and grows
-// as needed, so that a slow handler delays only itself. It is also the
-// handler's ResourceEventHandlerRegistration.
+// as needed, so that a slow handler delays only itself. A backlog that
+// grew past keptBacklog notifications (the initial list's burst, a
+// relist) is given back to the GC once it drains, so it does not keep,
+// for the informer's life, room for as many notifications as the cache
+// has objects. It is also the handler's ResourceEventHandlerRegistration.
 type listener struct {
 	handler ResourceEventHandler
 	name    string
@@ -137,9 +140,25 @@ func (l *listener) next() (notification, bool) {
 	l.backlog[l.head] = notification{}
 	l.head++
 	if l.head == len(l.backlog) {
-		l.backlog, l.head = l.backlog[:0], 0
+		l.drained()
 	}
 	return n, true
+}
+
+// keptBacklog is the capacity, in notifications (40 bytes each), a
+// drained backlog keeps for reuse; a larger one is dropped.
+const keptBacklog = 256
+
+// drained empties the backlog, all of it delivered, keeping its buffer
+// only if it is small: steady traffic reuses it, while the room a burst
+// grew it to goes back to the GC.
+func (l *listener) drained() {
+	l.head = 0
+	if cap(l.backlog) > keptBacklog {
+		l.backlog = nil
+		return
+	}
+	l.backlog = l.backlog[:0]
 }
 
 // pending is the number of queued notifications.

@@ -198,6 +198,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	}).(*controller)
 	s.ctrl.adjust = s.mergeReflectorOptions()
 	s.ctrl.built = s.reflectorBuilt
+	s.ctrl.held = s.indexer
 	s.started = true
 	return s.ctrl
 }

@@ -119,6 +119,28 @@ type ReflectorOptions struct {
 	// one replica, at the full network and decode cost of an unsharded
 	// Reflector. A server that applies the selector is still used as such.
 	ShardFilterLocally bool
+
+	// ReuseHeldObjects: nil or true (the default) lets a relist (every
+	// LIST or WatchList sync after the Reflector's first) keep, for each
+	// listed object whose key and non-empty resourceVersion equal those
+	// of the object the store already holds, the held object instead of
+	// the newly decoded copy: by the API's resourceVersion contract both
+	// have the same content. The copy becomes garbage with its LIST page
+	// (or WatchList event) instead of living until the store's Replace,
+	// so a relist that changes little no longer holds the cache twice.
+	// The store's Replace, and a store's consumers (an informer's
+	// handlers), are then given the held object itself. It applies to
+	// stores that can say what they hold (a Get method): this package's
+	// and client-go's stores and indexers, and this package's informers;
+	// not to queues (DeltaFIFO, RealFIFO, whose Get returns deltas), nor
+	// to a store that transforms what its Replace is given (a
+	// TransformingStore with a transform, client-go's store built with
+	// WithTransformer), which would transform a held object again while
+	// others read it. A store of another Go type than the listed objects
+	// is never reused from. Set false for a store of your own that
+	// transforms in Replace, or whose objects are changed after they are
+	// stored. false keeps every listed copy, as client-go does.
+	ReuseHeldObjects *bool
 }
 
 // logger is the Logger option or klog's default.

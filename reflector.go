@@ -82,6 +82,8 @@ type Reflector struct {
 	server serverFacts
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
+	// in prepares the objects of syncs; nil when there is nothing to do.
+	in *intake
 }
 
 // NewReflector creates a Reflector named after the caller's file:line.
@@ -135,6 +137,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
 		shards:            newShardControl(o.Shard, o.ShardFilterLocally),
+		in:                newIntake(o, store),
 	}
 }
 

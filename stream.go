@@ -125,7 +125,7 @@ func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
 	}
 	if mode.gathering() {
-		s.initial = newInitialEvents(r.store)
+		s.initial = newInitialEvents(r.store, r.in)
 		s.sink = s.initial
 		return s
 	}

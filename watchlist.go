@@ -108,6 +108,7 @@ func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start
 		c.apply(classify(atWatchListReplace, err, facts{}), rv, err)
 		return phaseList
 	}
+	c.r.stats.reused(initial.reused)
 	c.synced(rv, len(items), start)
 	// The WatchList's watch goes on as the cycle's: an open watch (see
 	// liveness.opened).
