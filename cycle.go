@@ -249,9 +249,16 @@ func (c *cycle) resyncNow() bool {
 	return true
 }
 
-// backoffThen waits delay (running due resyncs) and returns next, or
-// phaseDone if ctx ended or a resync failed.
+// backoffThen waits delay on the Reflector's clock (running due resyncs)
+// and returns next, or phaseDone if ctx ended or a resync failed. A delay
+// that is not positive arms no timer: next follows at once.
 func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration) phase {
+	if delay <= 0 {
+		if ctx.Err() != nil {
+			return phaseDone
+		}
+		return next
+	}
 	t := c.r.clock.NewTimer(delay)
 	defer t.Stop()
 	for {
@@ -310,6 +317,7 @@ func (c *cycle) streamFacts(err error, events int) facts {
 	return facts{
 		internalRetry: apierrors.IsInternalError(err) && c.internal.allows(now),
 		delivered:     events > 0,
+		pace:          c.r.paceInternalErrors,
 		empty:         err == nil && events == 0 && lived < c.r.live.grace,
 	}
 }

@@ -40,6 +40,10 @@ type ReflectorOptions struct {
 	// sync completes, a watch delivers events or stays open the health
 	// grace period, or the server says the resourceVersion to resume from
 	// is gone), except in a loop of relists whose watches fail at once.
+	// Setting Backoff (or Clock) also makes re-watches after internal
+	// errors immediate, as in client-go (see
+	// Reflector.MaxInternalErrorRetryDuration). A delay that is not
+	// positive arms no timer.
 	Backoff *wait.Backoff
 
 	// UseWatchList selects WatchList streaming for the initial state: nil or

@@ -49,9 +49,12 @@ type Reflector struct {
 	ShouldResync func() bool
 	// MaxInternalErrorRetryDuration is how long a watch failing with internal
 	// (500) errors is re-opened from the same resourceVersion before the
-	// Reflector relists instead. Zero never retries. A watch that had
-	// delivered events is re-opened at once, as in client-go; one that had
-	// not, after a backoff delay.
+	// Reflector relists instead. Zero never retries. A watch is re-opened
+	// at once, as in client-go, except that a Reflector with the default
+	// backoff and clock (ReflectorOptions.Backoff and Clock unset) waits a
+	// backoff delay before re-opening a watch that had delivered nothing,
+	// so that a server failing every watch is not asked again in a tight
+	// loop.
 	MaxInternalErrorRetryDuration time.Duration
 
 	subject
@@ -86,6 +89,13 @@ type Reflector struct {
 	stallWindow    time.Duration
 	// server is what the Reflector has learned about the server.
 	server serverFacts
+	// paceInternalErrors: the Reflector runs with its default backoff and
+	// clock, so a watch that ends with an internal error before it
+	// delivered anything is re-opened after a backoff delay. With a backoff
+	// or clock of the user's, it is re-opened at once, as in client-go (a
+	// test written for client-go with a fake clock it does not advance, or
+	// a zero backoff, would otherwise stall or change).
+	paceInternalErrors bool
 }
 
 // NewReflector creates a Reflector named after the caller's file:line.
@@ -137,6 +147,8 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		staleThreshold:    o.StaleRVThreshold,
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
+		// Decided on the options as given, before defaults fill them in.
+		paceInternalErrors: options.Backoff == nil && options.Clock == nil,
 	}
 }
 
@@ -256,10 +268,14 @@ func (r *Reflector) nextBackoff() time.Duration {
 }
 
 // sleep waits d on the Reflector's clock, reporting a loss of touch whose
-// grace period ends meanwhile; false if ctx ended first.
+// grace period ends meanwhile; false if ctx ended first. A d that is not
+// positive arms no timer.
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
+	}
+	if d <= 0 {
+		return true
 	}
 	t := r.clock.NewTimer(d)
 	defer t.Stop()
@@ -275,11 +291,14 @@ func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// sleepOn waits d on c; false if ctx ended first. An ended ctx returns at
-// once, without a timer.
+// sleepOn waits d on c; false if ctx ended first. An ended ctx, or a d
+// that is not positive, returns at once, without a timer.
 func sleepOn(ctx context.Context, c clock.Clock, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
+	}
+	if d <= 0 {
+		return true
 	}
 	t := c.NewTimer(d)
 	defer t.Stop()

@@ -1,0 +1,113 @@
+package cache
+
+import (
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// Tests written for client-go's Reflector with an injected fake clock
+// must behave the same with ours: these drive ours the way such tests
+// drive client-go's. Each runs in a synctest bubble only so that a
+// Reflector waiting on a fake timer nobody advances fails the test as a
+// deadlock instead of hanging it.
+
+// A watch that ends with a 500 before delivering anything, within
+// MaxInternalErrorRetryDuration, with a fake clock that only the watch
+// requests advance (a second each): client-go's Reflector re-watches at
+// once until the window has passed, then the cycle ends. Ours must too,
+// with a zero backoff and with the default one alike: the clock is the
+// user's, so nothing may wait on it.
+func TestInternalErrorRewatchesAtOnceOnAnInjectedClock(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backoff *wait.Backoff
+	}{
+		{"zero backoff", &wait.Backoff{}},
+		{"default backoff", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fc := clocktesting.NewFakeClock(time.Unix(0, 0))
+				status := apierrors.NewInternalError(errors.New("etcdserver: no leader")).Status()
+				watches := 0
+				lw := &ListWatch{
+					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
+					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+						watches++
+						fc.Step(time.Second)
+						w := watch.NewFakeWithChanSize(1, false)
+						w.Error(&status)
+						return w, nil
+					},
+				}
+				opts := ReflectorOptions{Clock: fc, Backoff: tc.backoff, UseWatchList: ptr.To(false)}
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+				r.MaxInternalErrorRetryDuration = 20 * time.Second
+				if err := r.ListAndWatchWithContext(t.Context()); err != nil {
+					t.Fatalf("ListAndWatch: %v", err)
+				}
+				// The first 500 at 1 s opens the window; the watches at
+				// 2..21 s are within it, the one at 22 s is not.
+				if watches != 22 {
+					t.Fatalf("%d watch requests, want 22 (a re-watch for every second of the 20 s window)", watches)
+				}
+			})
+		})
+	}
+}
+
+// With a zero backoff nothing waits on the clock at all: LISTs that fail
+// are repeated by Run, and refused watch requests re-sent, without the
+// injected clock (which nobody advances) being asked for a timer.
+func TestZeroBackoffWaitsOnNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fc := clocktesting.NewFakeClock(time.Unix(0, 0))
+		var mu sync.Mutex
+		var calls []string
+		opened := make(chan struct{})
+		lw := &ListWatch{
+			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, "LIST")
+				if len(calls) <= 2 {
+					return nil, syscall.ECONNREFUSED
+				}
+				return cmList("1", ""), nil
+			},
+			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, "WATCH")
+				if len(calls) <= 5 {
+					return nil, syscall.ECONNREFUSED
+				}
+				close(opened)
+				return watch.NewFake(), nil
+			},
+		}
+		opts := ReflectorOptions{Clock: fc, Backoff: &wait.Backoff{}, UseWatchList: ptr.To(false)}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		_, stop := startReflector(t, r)
+		<-opened
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if got := len(calls); got != 6 {
+			t.Fatalf("calls %q, want two failed LISTs, one that works, two refused watches and one that opens", calls)
+		}
+	})
+}
