@@ -103,7 +103,7 @@ func (c *cycle) step(ctx context.Context, p phase) phase {
 func (c *cycle) close() {
 	c.stopWatch()
 	c.resync.stop()
-	c.r.live.cycleEnded(c.r.clock.Now())
+	c.r.live.cycleEnded(realClock.Now())
 }
 
 func (c *cycle) stopWatch() {
@@ -159,7 +159,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case err == nil:
 		c.w = w
 		c.r.stats.watchOpened()
-		c.r.live.opened(c.r.clock.Now())
+		c.r.live.opened(realClock.Now())
 		return phaseStream
 	}
 	o := classify(atWatchOpen, err, facts{})
@@ -308,7 +308,7 @@ func (c *cycle) stream(ctx context.Context) phase {
 func (c *cycle) streamFacts(err error, events int) facts {
 	now := c.r.clock.Now()
 	c.internal.observe(err, now)
-	lived := c.r.live.openFor(now)
+	lived := c.r.live.openFor(realClock.Now())
 	if err == nil && lived >= c.r.live.grace {
 		// Closed by the server after the grace period: it worked (this
 		// ends even a stall, which has no probation).

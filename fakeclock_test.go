@@ -1,7 +1,10 @@
 package cache
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,4 +113,78 @@ func TestZeroBackoffWaitsOnNoTimer(t *testing.T) {
 			t.Fatalf("calls %q, want two failed LISTs, one that works, two refused watches and one that opens", calls)
 		}
 	})
+}
+
+// The way client-go's tests drive a fake clock: a goroutine that steps it
+// whenever a timer is pending, by a step that grows like the backoff,
+// while the first n watch requests are refused, each after a 1 ms round
+// trip. client-go's Reflector keeps only its backoff timer on the clock
+// then, so each step ends one backoff delay and the time that passes on
+// the clock is the sum of the steps. Ours must keep nothing else there
+// either: a timer of its own pending during a request would be stepped
+// too, and the Reflector would take longer on the fake clock than
+// client-go's.
+func TestRefusedWatchesBackOffOnASteppedFakeClock(t *testing.T) {
+	const maxBackoff = 50 * time.Millisecond
+	for _, tc := range []struct {
+		refused      int
+		lower, upper time.Duration
+	}{
+		{5, 32 * time.Millisecond, 64 * time.Millisecond}, // below the cap: the steps double
+		{40, 35 * 2 * maxBackoff, 40 * 2 * maxBackoff},    // at the cap: the steps are flat
+	} {
+		t.Run(fmt.Sprint(tc.refused, " refused"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fc := clocktesting.NewFakeClock(time.Unix(0, 0))
+				done := make(chan struct{})
+				var wg sync.WaitGroup
+				wg.Go(func() { stepWhileWaiting(fc, 2*maxBackoff, done) })
+				ctx, cancel := context.WithCancel(t.Context())
+				refused := tc.refused
+				lw := &ListWatch{
+					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
+					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+						time.Sleep(time.Millisecond) // the round trip
+						if refused > 0 {
+							refused--
+							return nil, syscall.ECONNREFUSED
+						}
+						cancel()
+						return watch.NewFake(), nil
+					},
+				}
+				backoff := wait.Backoff{Duration: time.Millisecond, Cap: maxBackoff, Steps: 1000, Factor: 2, Jitter: 1}
+				opts := ReflectorOptions{Clock: fc, Backoff: &backoff, UseWatchList: ptr.To(false), Rand: rand.New(rand.NewPCG(1, 2))}
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+				start := fc.Now()
+				err := r.ListAndWatchWithContext(ctx)
+				elapsed := fc.Since(start)
+				close(done)
+				wg.Wait()
+				if err != nil {
+					t.Fatalf("ListAndWatch: %v", err)
+				}
+				if elapsed < tc.lower || elapsed > tc.upper {
+					t.Fatalf("%v passed on the fake clock, want %v to %v", elapsed, tc.lower, tc.upper)
+				}
+			})
+		})
+	}
+}
+
+// stepWhileWaiting steps fc whenever it has a timer pending, by 2 ms, then
+// 4, 8, ... up to limit, looking every 100 us until done closes.
+func stepWhileWaiting(fc *clocktesting.FakeClock, limit time.Duration, done <-chan struct{}) {
+	step := 2 * time.Millisecond
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(100 * time.Microsecond):
+		}
+		if fc.HasWaiters() {
+			fc.Step(step)
+			step = min(2*step, limit)
+		}
+	}
 }

@@ -44,8 +44,10 @@ var errWatchOpenBlocked = errors.New("the request to open a watch has not return
 // watch that is still in flight a grace period after it began is a loss
 // too. A completed sync suspends the loss rather than ending it (see
 // synced). The loop goroutine owns it.
+//
+// Its times and its timer are on the real clock (see realClock), not the
+// Reflector's.
 type liveness struct {
-	clock clock.Clock
 	grace time.Duration
 	// since is when the loss began; zero while in touch.
 	since time.Time
@@ -225,7 +227,7 @@ func (l *liveness) regain() bool {
 func (l *liveness) arm(d time.Duration) {
 	l.stopTimer()
 	if l.timer == nil {
-		l.timer = l.clock.NewTimer(d)
+		l.timer = realClock.NewTimer(d)
 	} else {
 		l.timer.Reset(d)
 	}
@@ -252,19 +254,19 @@ func (l *liveness) stopTimer() {
 // reason and err once the loss has lasted the grace period (at once if it
 // already has, or was already reported).
 func (r *Reflector) lostTouch(reason DegradedReason, err error, relist bool) {
-	r.degradeIf(r.live.lose(reason, err, r.clock.Now(), relist))
+	r.degradeIf(r.live.lose(reason, err, realClock.Now(), relist))
 }
 
 // reportLoss records a failure that is reported as Degraded at once.
 func (r *Reflector) reportLoss(reason DegradedReason, err error, relist bool) {
-	r.live.lose(reason, err, r.clock.Now(), relist)
+	r.live.lose(reason, err, realClock.Now(), relist)
 	r.live.report()
 	r.degradeIf(true)
 }
 
 // watchClosed is told that a watch ended without a failure of its own
 // (the server closed it).
-func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(r.clock.Now())) }
+func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(realClock.Now())) }
 
 // graceEnded is called when liveness's timer fires: an open watch has
 // passed its probation (it works, so the backoff starts over too), or the
@@ -282,7 +284,7 @@ func (r *Reflector) graceEnded() {
 // degradeIf sets Degraded health from the loss when due.
 func (r *Reflector) degradeIf(due bool) {
 	if due {
-		r.health.set(Degraded, r.live.reason, r.live.err, r.clock.Now())
+		r.health.set(Degraded, r.live.reason, r.live.err, realClock.Now())
 	}
 }
 
@@ -291,7 +293,7 @@ func (r *Reflector) degradeIf(due bool) {
 // relists whose watches fail at once that has been reported (see
 // liveness.synced): then it stays Degraded until a watch shows it works.
 func (r *Reflector) syncCompleted() {
-	now := r.clock.Now()
+	now := realClock.Now()
 	if !r.live.inLoop() {
 		// The server serves the Reflector again; in a loop of relists whose
 		// watches fail, it does not, and the backoff keeps growing.
@@ -316,6 +318,6 @@ func (r *Reflector) inTouch() {
 		if r.health.snapshot().HasSynced {
 			state = Synced
 		}
-		r.health.set(state, ReasonNone, nil, r.clock.Now())
+		r.health.set(state, ReasonNone, nil, realClock.Now())
 	}
 }

@@ -32,7 +32,17 @@ type ReflectorOptions struct {
 	// MinWatchTimeout raises the lower bound of watch timeouts above the
 	// five-minute floor; smaller values are ignored.
 	MinWatchTimeout time.Duration
-	// Clock drives every timer of the Reflector; defaults to the real clock.
+	// Clock is the clock client-go's Reflector puts its timers on, and ours
+	// puts the same ones there, no others: the backoff between attempts to
+	// open a watch or WatchList within a cycle, and the resync period; it
+	// also times the very-short-watch rule, the internal-error retry window
+	// and the backoff's reset. As in client-go, Run waits between cycles on
+	// the real clock. What client-go's Reflector does not have runs on the
+	// real clock too: health and its grace periods (Health.Since
+	// included), stall detection and LIST page retries; drive those in
+	// tests with testing/synctest. So a test that steps a fake clock
+	// whenever it has a timer pending drives ours as it drives client-go's.
+	// Defaults to the real clock.
 	Clock clock.Clock
 	// Backoff replaces the default exponential backoff (0.8 s doubling to
 	// 30 s, jitter 1.0). Either is reset after two minutes without a

@@ -21,6 +21,15 @@ import (
 
 const defaultExpectedTypeName = "<unspecified>"
 
+// realClock times what client-go's Reflector does not put on its clock:
+// the wait between cycles in Run (client-go's waits on the real clock
+// too), health and its grace periods, stall detection, and LIST page
+// retries. The injected clock (ReflectorOptions.Clock) keeps only the
+// timers client-go's keeps there (the backoff between attempts within a
+// cycle, and the resync period), so that a test stepping a fake clock
+// whenever it has a timer pending drives ours as it drives client-go's.
+var realClock clock.RealClock
+
 // Watch timeouts are drawn from [min, 2*min) to spread reconnects; the
 // minimum is never below five minutes.
 const defaultMinWatchTimeout = 5 * time.Minute
@@ -139,8 +148,8 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 			watchListMemory: o.WatchListRefusalMemory,
 		},
 		watchErrorHandler: o.WatchErrorHandler,
-		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
-		live:              liveness{clock: o.Clock, grace: o.HealthGrace},
+		health:            newHealth(realClock.Now(), o.OnHealthChange),
+		live:              liveness{grace: o.HealthGrace},
 		stats:             statsRecorder{clock: o.Clock},
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
@@ -267,9 +276,10 @@ func (r *Reflector) nextBackoff() time.Duration {
 	return r.backoff.next(r.clock.Now(), r.rand.Float64())
 }
 
-// sleep waits d on the Reflector's clock, reporting a loss of touch whose
-// grace period ends meanwhile; false if ctx ended first. A d that is not
-// positive arms no timer.
+// sleep waits d, the delay between cycles, on the real clock (as
+// client-go's Run does, whatever clock the Reflector was given),
+// reporting a loss of touch whose grace period ends meanwhile; false if
+// ctx ended first. A d that is not positive arms no timer.
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
@@ -277,7 +287,7 @@ func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := r.clock.NewTimer(d)
+	t := realClock.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {

@@ -114,12 +114,14 @@ func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 	r := c.r
 	s := &streamer{
 		owner: c, w: w, mode: mode, pos: &r.pos, subject: &r.subject,
-		stall: stallDetector{clock: r.clock, window: r.stallWindow},
+		stall: stallDetector{clock: realClock, window: r.stallWindow},
 	}
 	if r.server.sendsBookmarks && c.wTimeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
-		// watches at the timeout they asked for.
-		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
+		// watches at the timeout they asked for. wStart is on the
+		// Reflector's clock, the detector on the real one.
+		left := c.wStart.Add(time.Duration(c.wTimeout) * time.Second).Sub(r.clock.Now())
+		s.stall.expectEnd(realClock.Now().Add(left))
 	}
 	if mode.gathering() {
 		s.initial = newInitialEvents(r.store)
