@@ -188,3 +188,70 @@ func stepWhileWaiting(fc *clocktesting.FakeClock, limit time.Duration, done <-ch
 		}
 	}
 }
+
+// With a fake clock nobody advances, client-go's Run still repeats a
+// failed cycle (it waits between cycles on the real clock), and so must
+// ours; so must our retry of a failed LIST page, which client-go does not
+// have. Here the first LIST fails, and the second one's second page
+// fails and is asked for again.
+func TestRunAndPageRetriesWaitOnTheRealClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fc := clocktesting.NewFakeClock(time.Unix(0, 0))
+		replies := []listReply{
+			{err: syscall.ECONNREFUSED},
+			{list: cmList("10", "tok", cm("a", "5"))},
+			{err: syscall.ECONNRESET},
+			{list: cmList("10", "", cm("b", "6"))},
+		}
+		var mu sync.Mutex
+		lw := &ListWatch{
+			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				r := replies[0]
+				replies = replies[1:]
+				return r.list, r.err
+			},
+			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		}
+		opts := ReflectorOptions{Clock: fc, UseWatchList: ptr.To(false)}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r.WatchListPageSize = 1
+		_, stop := startReflector(t, r)
+		time.Sleep(time.Minute) // real (synctest) time; the fake clock stays put
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) != 0 {
+			t.Fatalf("%d LIST calls still to come after a minute of real time", len(replies))
+		}
+	})
+}
+
+// While a watch is open, client-go's Reflector (without a resync period)
+// has no timer on its clock. Ours has health's probation of a watch that
+// follows a failure and stall detection once the server has sent a
+// bookmark: both must be on the real clock, not the injected one.
+func TestOpenWatchArmsNothingOnTheInjectedClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fc := clocktesting.NewFakeClock(time.Unix(0, 0))
+		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{
+			{events: []watch.Event{bookmark("11", false)}}, // the server sends bookmarks
+			{err: syscall.ECONNREFUSED},                    // a loss of touch
+			{hang: true},                                   // on probation, and watched for a stall
+		})
+		lw.noWL = true
+		opts := ReflectorOptions{Clock: fc, Backoff: &wait.Backoff{}}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		_, stop := startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		if fc.HasWaiters() {
+			t.Error("a timer is pending on the injected clock while a watch is open")
+		}
+		stop()
+		if got := r.Stats().WatchesOpened; got != 2 {
+			t.Fatalf("%d watches opened, want 2", got)
+		}
+	})
+}
