@@ -53,7 +53,10 @@ func (c *controller) Run(stopCh <-chan struct{}) {
 // RunWithContext builds a Reflector over the Config's ListerWatcher and
 // Queue, runs it, and pops the Queue into the Config's process function
 // until ctx ends. It closes the Queue when ctx ends and returns once the
-// Reflector and the pop loop have both stopped. Call it once.
+// Reflector and the pop loop have both stopped. A panic in the process
+// function leaves at once, as in client-go (through
+// utilruntime.HandleCrash), after the Reflector has been stopped and
+// waited for. Call it once.
 func (c *controller) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	r := c.newReflector(ctx)
@@ -62,13 +65,11 @@ func (c *controller) RunWithContext(ctx context.Context) {
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	stop := make(chan struct{})
-	defer close(stop)
+	// Cancelled on the way out, a panic's way included, before the wait.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	wg.Go(func() {
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
+		<-ctx.Done()
 		c.config.Queue.Close()
 	})
 	wg.Go(func() { r.RunWithContext(ctx) })

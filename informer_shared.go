@@ -107,7 +107,9 @@ func (s *sharedIndexInformer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext runs the informer until ctx ends and returns once every
 // goroutine it started (Reflector, pop loop, handlers) has stopped; the
-// handlers' backlogs are dropped. A second call only logs a warning.
+// handlers' backlogs are dropped. A panic in the pop loop (an index
+// function's, say) leaves at once, as in client-go, after the same stop.
+// A second call only logs a warning.
 func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	ctrl := s.startOnce(ctx)
@@ -116,7 +118,15 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		return
 	}
 	s.processor.start(s.metricsTarget())
+	// Deferred, so that a panic's way out stops and joins everything too:
+	// stopped is set, then ctx cancelled, then the goroutines waited for.
+	defer s.logUnsynced(klog.FromContext(ctx))
+	defer s.processor.stop()
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer s.markStopped()
 	wg.Go(func() {
 		select {
 		case <-ctx.Done():
@@ -126,12 +136,13 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		}
 	})
 	ctrl.RunWithContext(ctx)
+}
+
+// markStopped records that Run is returning: no handler may join now.
+func (s *sharedIndexInformer) markStopped() {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
-	wg.Wait()
-	s.processor.stop()
-	s.logUnsynced(klog.FromContext(ctx))
 }
 
 // logUnsynced logs, when the informer stops before its first sync, the
