@@ -17,6 +17,9 @@ import (
 // ProcessBatch) function.
 type controller struct {
 	config Config
+	// name names the Reflector: the file:line that built the controller
+	// (see callerName), unless adjust says otherwise.
+	name string
 	// adjust, if set, edits the Reflector's options before it is built
 	// (the shared informer uses it to pass its own settings).
 	adjust func(*ReflectorOptions)
@@ -25,14 +28,16 @@ type controller struct {
 	reflector *Reflector
 }
 
-// New returns a Controller for c, driven by this package's Reflector.
-// c.Queue, c.ListerWatcher and c.Process must be set; New panics if the
-// Queue or the ListerWatcher is nil (these are programming errors that
-// would otherwise show up only as a hang or a crash inside Run).
+// New returns a Controller for c, driven by this package's Reflector,
+// which is named after the caller of New (its file:line), wherever Run is
+// called from. c.Queue, c.ListerWatcher and c.Process must be set; New
+// panics if the Queue or the ListerWatcher is nil (these are programming
+// errors that would otherwise show up only as a hang or a crash inside
+// Run).
 func New(c *Config) Controller {
 	mustBeSetIn(c.Queue, "Queue", "New")
 	mustBeSetIn(c.ListerWatcher, "ListerWatcher", "New")
-	return &controller{config: *c}
+	return &controller{config: *c, name: callerName()}
 }
 
 // mustBeSetIn panics, naming fn, if v, a required argument, is nil.
@@ -81,6 +86,7 @@ func (c *controller) newReflector(ctx context.Context) *Reflector {
 	cfg := &c.config
 	logger := klog.FromContext(ctx)
 	opts := ReflectorOptions{
+		Name:            c.name,
 		Logger:          &logger,
 		ResyncPeriod:    cfg.FullResyncPeriod,
 		MinWatchTimeout: cfg.MinWatchTimeout,

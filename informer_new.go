@@ -76,7 +76,7 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 	}
 	q := newInformerQueue(logger, options.ObjectType, store, options.Transform, options.Identifier, options.InformerMetricsProvider)
 	a := deltaApplier{store: store, handler: options.Handler}
-	return New(&Config{
+	c := New(&Config{
 		Queue:            q,
 		ListerWatcher:    options.ListerWatcher,
 		ObjectType:       options.ObjectType,
@@ -84,7 +84,12 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 		MinWatchTimeout:  options.MinWatchTimeout,
 		Process:          a.process,
 		ProcessBatch:     a.processBatch,
-	})
+	}).(*controller)
+	if options.Identifier.Name() != "" {
+		// Named after its identity rather than the caller of New.
+		c.name = informerName(options.ObjectType, options.Identifier)
+	}
+	return c
 }
 
 // batchKey is the key an atomic RealFIFO files objects under. In atomic

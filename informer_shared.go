@@ -39,6 +39,9 @@ type sharedIndexInformer struct {
 	ctrl              *controller
 	limits            HandlerLimits
 	reflectorOptions  *ReflectorOptions
+	// name names the Reflector and labels the handler metrics; it is
+	// claimed when Run starts (see claimName).
+	name string
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -117,6 +120,9 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		klog.FromContext(ctx).Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return
 	}
+	// Released once everything that writes series under the name has
+	// stopped.
+	defer releaseName(s.name)
 	s.processor.start(s.metricsTarget())
 	// Deferred, so that a panic's way out stops and joins everything too:
 	// stopped is set, then ctx cancelled, then the goroutines waited for.
@@ -162,14 +168,10 @@ func (s *sharedIndexInformer) logUnsynced(logger klog.Logger) {
 func (s *sharedIndexInformer) metricsTarget() (ReflectorMetricsProvider, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name := s.sync.name()
 	if o := s.reflectorOptions; o != nil {
-		if o.Name != "" {
-			name = o.Name
-		}
-		return o.Metrics, name
+		return o.Metrics, s.name
 	}
-	return nil, name
+	return nil, s.name
 }
 
 // startOnce builds the controller and marks the informer started; nil if
@@ -202,7 +204,12 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}).(*controller)
-	s.ctrl.adjust = s.mergeReflectorOptions()
+	if o := s.reflectorOptions; o != nil && o.Name != "" {
+		s.name = claimName(o.Name, true)
+	} else {
+		s.name = claimName(informerName(s.objType, s.options.Identifier), false)
+	}
+	s.ctrl.adjust = s.reflectorOptionsNamed(s.name)
 	s.started = true
 	return s.ctrl
 }

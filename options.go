@@ -21,7 +21,10 @@ type ReflectorOptions struct {
 	// logr.NewContext wins); nil means klog.Background(). The reflector's
 	// name is added to it.
 	Logger *klog.Logger
-	// Name identifies the reflector in logs; defaults to the caller's file:line.
+	// Name identifies the reflector in logs and labels its metrics;
+	// defaults to the caller's file:line (the first caller outside this
+	// package and the Go runtime). An informer's Reflector is named after
+	// the informer (see ReflectorConfigurable).
 	Name string
 	// TypeDescription describes the stored type in logs; defaults to the
 	// expected type's Go type, or the GVK of an Unstructured expected type.
