@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
@@ -168,4 +170,22 @@ func TestControllerReflectorNamedAfterItsConstructor(t *testing.T) {
 			t.Errorf("Reflector name %q, want the file:line of NewInformer's call", name)
 		}
 	})
+}
+
+// Objects whose Go type serves any kind add their kind to the informer's
+// default name, so that informers of two kinds do not share it.
+func TestInformerNameOfObjectsOfAnyKind(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+	for obj, want := range map[any]string{
+		u:                            "SharedIndexInformer *unstructured.Unstructured apps/v1, Kind=Deployment",
+		m:                            "SharedIndexInformer *v1.PartialObjectMetadata /v1, Kind=Secret",
+		&unstructured.Unstructured{}: "SharedIndexInformer *unstructured.Unstructured",
+		&corev1.ConfigMap{}:          "SharedIndexInformer *v1.ConfigMap",
+	} {
+		if got := informerName(obj, clientgocache.InformerNameAndResource{}); got != want {
+			t.Errorf("informerName(%T) = %q, want %q", obj, got, want)
+		}
+	}
 }
