@@ -190,7 +190,8 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 }
 
 // RunWithContext lists and watches until ctx ends, backing off between
-// cycles, and returns once ctx has ended. Errors that end a cycle go to the
+// cycles (on the real clock, as client-go's Run does, whatever
+// ReflectorOptions.Clock is), and returns once ctx has ended. Errors that end a cycle go to the
 // WatchErrorHandler. The run's metrics (ReflectorOptions.Metrics) are
 // deleted before it returns. A ListerWatcher call that ignores ctx may
 // still be running when RunWithContext returns; the goroutine waiting for
