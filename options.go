@@ -39,7 +39,8 @@ type ReflectorOptions struct {
 	// puts the same ones there, no others: the backoff between attempts to
 	// open a watch or WatchList within a cycle, and the resync period; it
 	// also times the very-short-watch rule, the internal-error retry window
-	// and the backoff's reset. As in client-go, Run waits between cycles on
+	// and the backoff's reset, and Stats' times are read from it (Stats
+	// arms no timer). As in client-go, Run waits between cycles on
 	// the real clock. What client-go's Reflector does not have runs on the
 	// real clock too: health and its grace periods (Health.Since
 	// included), stall detection and LIST page retries; drive those in
