@@ -84,6 +84,10 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 		ProcessBatch:     a.processBatch,
 	}).(*controller)
 	c.held = store
+	if options.Identifier.Name() != "" {
+		// Named after its identity rather than the caller of New.
+		c.name = informerName(options.ObjectType, options.Identifier)
+	}
 	return c
 }
 

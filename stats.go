@@ -21,7 +21,8 @@ type Stats struct {
 	ListPageRetries uint64
 	// WatchesOpened counts watches opened, WatchList streams included.
 	WatchesOpened uint64
-	// WatchEnds counts watches that ended while running, by cause.
+	// WatchEnds counts, by cause, watches (and WatchLists) that ended and
+	// requests to open one that failed.
 	WatchEnds map[WatchEndCause]uint64
 	// Events counts watch events by type (EventDropped for skipped ones).
 	Events map[watch.EventType]uint64
