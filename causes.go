@@ -42,9 +42,9 @@ const (
 // ListCauses is every ListCause, in a fixed order.
 var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV, ListReshard}
 
-// WatchEndCause says why a watch ended, or failed to open, while the
-// Reflector was running.
-// The set is fixed; it labels metrics.
+// WatchEndCause says why a watch (or WatchList) ended, or why a request
+// to open one failed, while the Reflector was running: Stats.WatchEnds and
+// the watch-ends metric count both. The set is fixed; it labels metrics.
 type WatchEndCause string
 
 const (
@@ -59,7 +59,8 @@ const (
 	WatchThrottled WatchEndCause = "throttled"
 	// WatchUnreachable: the connection was refused when opening.
 	WatchUnreachable WatchEndCause = "unreachable"
-	// WatchInternalError: a 500 on the stream.
+	// WatchInternalError: a 500 on the stream, or in answer to the
+	// request to open it.
 	WatchInternalError WatchEndCause = "internal_error"
 	// WatchStalled: silent for the stall window after a bookmark, or that
 	// long past the watch's requested timeout (see StallWindow).

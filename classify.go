@@ -135,11 +135,12 @@ func streamOutcome(o outcome, err error, f facts) outcome {
 	case apierrors.IsTooManyRequests(err):
 		o.next = stepBackoffRewatch
 	case apierrors.IsInternalError(err) && f.internalRetry:
-		// client-go re-watches at once; a watch that failed before it
-		// delivered anything waits first, so a server that fails every
-		// watch is not asked again in a tight loop.
+		// client-go re-watches at once; with the Reflector's own backoff
+		// and clock, a watch that failed before it delivered anything
+		// waits first, so a server that fails every watch is not asked
+		// again in a tight loop.
 		o.next = stepRewatch
-		if !f.delivered {
+		if !f.delivered && f.pace {
 			o.next = stepBackoffRewatch
 		}
 	default:

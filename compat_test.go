@@ -249,7 +249,7 @@ func TestClientGoFIFOTransformerUnderWatchList(t *testing.T) {
 func TestWatchListBufferHoldsTransformedObjects(t *testing.T) {
 	tf := &countingTransform{}
 	fifo := clientgocache.NewRealFIFOWithOptions(clientgocache.RealFIFOOptions{KeyFunction: MetaNamespaceKeyFunc, KnownObjects: NewStore(MetaNamespaceKeyFunc), Transformer: tf.transform})
-	e := newInitialEvents(fifo)
+	e := newInitialEvents(fifo, nil)
 	if err := e.Add(cm("a", "1")); err != nil {
 		t.Fatal(err)
 	}

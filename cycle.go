@@ -115,7 +115,7 @@ func (c *cycle) step(ctx context.Context, p phase) phase {
 func (c *cycle) close() {
 	c.stopWatch()
 	c.resync.stop()
-	c.r.live.cycleEnded(c.r.clock.Now())
+	c.r.live.cycleEnded(realClock.Now())
 }
 
 func (c *cycle) stopWatch() {
@@ -140,6 +140,9 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.listCause = ListWatchError
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.shards.syncedWith(c.shard)
+	if r.in != nil {
+		r.in.filled = true
+	}
 	// The backoff is not reset here: a relist whose watch then fails at
 	// once is a failure repeated, and must keep backing off.
 	r.syncCompleted()
@@ -173,7 +176,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 	case err == nil:
 		c.w = w
 		c.r.stats.watchOpened()
-		c.r.live.opened(c.r.clock.Now())
+		c.r.live.opened(realClock.Now())
 		return phaseStream
 	}
 	o := classify(atWatchOpen, err, facts{})
@@ -227,7 +230,7 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 // flowing is told that a watch delivered a burst of events: the server is
 // reached, and a loss of touch ends.
 func (c *cycle) flowing() {
-	c.r.live.lastSign = c.r.clock.Now()
+	c.r.live.lastSign = realClock.Now()
 	c.r.reachedServer()
 	c.r.inTouch()
 }
@@ -264,9 +267,16 @@ func (c *cycle) resyncNow() bool {
 	return true
 }
 
-// backoffThen waits delay (running due resyncs) and returns next, or
-// phaseDone if ctx ended or a resync failed.
+// backoffThen waits delay on the Reflector's clock (running due resyncs)
+// and returns next, or phaseDone if ctx ended or a resync failed. A delay
+// that is not positive arms no timer: next follows at once.
 func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration) phase {
+	if delay <= 0 {
+		if ctx.Err() != nil {
+			return phaseDone
+		}
+		return next
+	}
 	t := c.r.clock.NewTimer(delay)
 	defer t.Stop()
 	for {
@@ -316,7 +326,7 @@ func (c *cycle) stream(ctx context.Context) phase {
 func (c *cycle) streamFacts(err error, events int) facts {
 	now := c.r.clock.Now()
 	c.internal.observe(err, now)
-	lived := c.r.live.openFor(now)
+	lived := c.r.live.openFor(realClock.Now())
 	if err == nil && lived >= c.r.live.grace {
 		// Closed by the server after the grace period: it worked (this
 		// ends even a stall, which has no probation).
@@ -325,6 +335,7 @@ func (c *cycle) streamFacts(err error, events int) facts {
 	return facts{
 		internalRetry: apierrors.IsInternalError(err) && c.internal.allows(now),
 		delivered:     events > 0,
+		pace:          c.r.paceInternalErrors,
 		empty:         err == nil && events == 0 && lived < c.r.live.grace,
 	}
 }

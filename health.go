@@ -127,7 +127,8 @@ type Health struct {
 	// LastError is the error behind the last Degraded state; it is kept
 	// after recovery so that it can still be read.
 	LastError error
-	// Since is when State (and Reason) last changed.
+	// Since is when State (and Reason) last changed, on the real clock
+	// (health does not use ReflectorOptions.Clock).
 	Since time.Time
 	// HasSynced: the store has been filled at least once.
 	HasSynced bool

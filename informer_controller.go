@@ -17,6 +17,9 @@ import (
 // ProcessBatch) function.
 type controller struct {
 	config Config
+	// name names the Reflector: the file:line that built the controller
+	// (see callerName), unless adjust says otherwise.
+	name string
 	// adjust, if set, edits the Reflector's options before it is built
 	// (the shared informer uses it to pass its own settings).
 	adjust func(*ReflectorOptions)
@@ -28,16 +31,21 @@ type controller struct {
 	shard *Shard
 	// built, if set, is closed once the Reflector is built.
 	built chan struct{}
+	// held, if set, is the store the Queue feeds (an informer's indexer),
+	// where a relist looks for the objects it holds.
+	held getter
 }
 
-// New returns a Controller for c, driven by this package's Reflector.
-// c.Queue, c.ListerWatcher and c.Process must be set; New panics if the
-// Queue or the ListerWatcher is nil (these are programming errors that
-// would otherwise show up only as a hang or a crash inside Run).
+// New returns a Controller for c, driven by this package's Reflector,
+// which is named after the caller of New (its file:line), wherever Run is
+// called from. c.Queue, c.ListerWatcher and c.Process must be set; New
+// panics if the Queue or the ListerWatcher is nil (these are programming
+// errors that would otherwise show up only as a hang or a crash inside
+// Run).
 func New(c *Config) Controller {
 	mustBeSetIn(c.Queue, "Queue", "New")
 	mustBeSetIn(c.ListerWatcher, "ListerWatcher", "New")
-	return &controller{config: *c}
+	return &controller{config: *c, name: callerName()}
 }
 
 // mustBeSetIn panics, naming fn, if v, a required argument, is nil.
@@ -58,7 +66,10 @@ func (c *controller) Run(stopCh <-chan struct{}) {
 // RunWithContext builds a Reflector over the Config's ListerWatcher and
 // Queue, runs it, and pops the Queue into the Config's process function
 // until ctx ends. It closes the Queue when ctx ends and returns once the
-// Reflector and the pop loop have both stopped. Call it once.
+// Reflector and the pop loop have both stopped. A panic in the process
+// function leaves at once, as in client-go (through
+// utilruntime.HandleCrash), after the Reflector has been stopped and
+// waited for. Call it once.
 func (c *controller) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	c.mu.Lock()
@@ -70,13 +81,11 @@ func (c *controller) RunWithContext(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	stop := make(chan struct{})
-	defer close(stop)
+	// Cancelled on the way out, a panic's way included, before the wait.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	wg.Go(func() {
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
+		<-ctx.Done()
 		c.config.Queue.Close()
 	})
 	wg.Go(func() { r.RunWithContext(ctx) })
@@ -88,6 +97,7 @@ func (c *controller) newReflector(ctx context.Context) *Reflector {
 	cfg := &c.config
 	logger := klog.FromContext(ctx)
 	opts := ReflectorOptions{
+		Name:            c.name,
 		Logger:          &logger,
 		ResyncPeriod:    cfg.FullResyncPeriod,
 		MinWatchTimeout: cfg.MinWatchTimeout,
@@ -106,6 +116,9 @@ func (c *controller) newReflector(ctx context.Context) *Reflector {
 		opts.Shard = c.shard
 	}
 	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
+	if c.held != nil {
+		r.reuseFrom(c.held, opts)
+	}
 	r.ShouldResync = cfg.ShouldResync
 	r.WatchListPageSize = cfg.WatchListPageSize
 	if opts.WatchErrorHandler != nil {

@@ -23,6 +23,12 @@ const (
 	notifyDelete
 )
 
+// pauseAfterPanic is how long a handler that panicked (with
+// utilruntime.ReallyCrash off) waits before its next call, as in
+// client-go, so that a handler failing on every notification does not
+// spin.
+const pauseAfterPanic = time.Second
+
 // notification is one handler call waiting in a listener's backlog. It is
 // a plain struct, so queueing it boxes nothing.
 type notification struct {
@@ -33,12 +39,18 @@ type notification struct {
 
 // listener delivers notifications to one handler, in order, from one
 // goroutine (run), buffering them in a backlog that starts empty and grows
-// as needed, so that a slow handler delays only itself. It is also the
-// handler's ResourceEventHandlerRegistration.
+// as needed, so that a slow handler delays only itself. A backlog that
+// grew past keptBacklog notifications (the initial list's burst, a
+// relist) is given back to the GC once it drains, so it does not keep,
+// for the informer's life, room for as many notifications as the cache
+// has objects. It is also the handler's ResourceEventHandlerRegistration.
 type listener struct {
 	handler ResourceEventHandler
 	name    string
+	// logger is the handler's (HandlerOptions.Logger), as given: the panic
+	// log line is client-go's; onPanic adds one with the handler's name.
 	logger  klog.Logger
+	onPanic []func(context.Context, interface{})
 
 	mu      sync.Mutex
 	backlog []notification
@@ -74,11 +86,12 @@ func newListener(logger klog.Logger, h ResourceEventHandler, requested, effectiv
 	l := &listener{
 		handler: h,
 		name:    name,
-		logger:  klog.LoggerWithValues(logger, "handler", name),
+		logger:  logger,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		syncing: true,
 	}
+	l.onPanic = []func(context.Context, interface{}){l.logPanic}
 	l.sync.init(func() string { return upstream.name() + " + event handler " + name }, upstream.cause)
 	l.resync.init(requested, effective, now)
 	return l
@@ -137,9 +150,25 @@ func (l *listener) next() (notification, bool) {
 	l.backlog[l.head] = notification{}
 	l.head++
 	if l.head == len(l.backlog) {
-		l.backlog, l.head = l.backlog[:0], 0
+		l.drained()
 	}
 	return n, true
+}
+
+// keptBacklog is the capacity, in notifications (40 bytes each), a
+// drained backlog keeps for reuse; a larger one is dropped.
+const keptBacklog = 256
+
+// drained empties the backlog, all of it delivered, keeping its buffer
+// only if it is small: steady traffic reuses it, while the room a burst
+// grew it to goes back to the GC.
+func (l *listener) drained() {
+	l.head = 0
+	if cap(l.backlog) > keptBacklog {
+		l.backlog = nil
+		return
+	}
+	l.backlog = l.backlog[:0]
 }
 
 // pending is the number of queued notifications.
@@ -150,35 +179,62 @@ func (l *listener) pending() int {
 }
 
 // run delivers notifications until the listener is stopped, writing the
-// handler's metrics to p (nil for none) under the informer's name.
+// handler's metrics to p (nil for none) under the informer's name. After
+// a call that panicked, the next waits pauseAfterPanic (as in client-go,
+// where the pause also comes once the next notification is there); a
+// stop ends the pause at once.
 func (l *listener) run(p ReflectorMetricsProvider, informer string) {
 	defer close(l.done)
 	m := openHandlerMetrics(p, informer, l.name)
 	defer m.close()
+	panicked := false
 	for {
 		n, ok := l.next()
-		if !ok {
+		if !ok || panicked && !l.pause(pauseAfterPanic) {
 			return
 		}
 		if m.provided == nil {
-			l.deliver(n)
+			panicked = !l.deliver(n)
 			continue
 		}
 		start := time.Now()
-		l.deliver(n)
+		panicked = !l.deliver(n)
 		m.called(time.Since(start), l.pending())
 	}
 }
 
-// deliver makes one handler call. A panic gets utilruntime.HandleCrash's
-// treatment (the process crashes unless utilruntime.ReallyCrash is off),
-// logged with the handler's name; if the process survives, the
-// notification is skipped and delivery goes on.
-func (l *listener) deliver(n notification) {
+// pause waits d, or until the listener is stopped (false). Notifications
+// queued meanwhile stay in the backlog.
+func (l *listener) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-l.wake:
+			// An add, or a stop; next looks at the backlog itself, so the
+			// signal is not missed.
+			l.mu.Lock()
+			stopped := l.stopped
+			l.mu.Unlock()
+			if stopped {
+				return false
+			}
+		}
+	}
+}
+
+// deliver makes one handler call and reports whether it returned. A panic
+// gets utilruntime.HandleCrash's treatment (the process crashes unless
+// utilruntime.ReallyCrash is off), logged as client-go logs it, and in a
+// second line with the handler's name (logPanic); if the process
+// survives, the notification is skipped and delivery goes on.
+func (l *listener) deliver(n notification) (returned bool) {
 	start := time.Now()
 	l.busySince.Store(start.UnixNano())
 	defer l.callEnded(start)
-	defer utilruntime.HandleCrashWithLogger(l.logger)
+	defer utilruntime.HandleCrashWithLogger(l.logger, l.onPanic...)
 	switch n.kind {
 	case notifyAdd:
 		l.handler.OnAdd(n.obj, n.initial)
@@ -190,6 +246,13 @@ func (l *listener) deliver(n notification) {
 	case notifyDelete:
 		l.handler.OnDelete(n.obj)
 	}
+	return true
+}
+
+// logPanic names the handler whose panic utilruntime.HandleCrash has just
+// logged.
+func (l *listener) logPanic(context.Context, interface{}) {
+	l.logger.Error(nil, "Event handler panicked", "handler", l.name)
 }
 
 // HasSynced reports whether the informer has synced and the handler has

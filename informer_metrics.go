@@ -6,10 +6,12 @@ import "time"
 // given to a shared informer (ReflectorOptions.Metrics through
 // SetReflectorOptions) that also wants figures per event handler.
 //
-// Series are labelled with the informer's name (ReflectorOptions.Name, or
-// "SharedIndexInformer <type>") and the handler's name, and no other
-// label, so there is one set per handler; a handler's series are deleted
-// when it is removed or the informer stops.
+// Series are labelled with the informer's name, which its Reflector also
+// bears (ReflectorOptions.Name; unset, the Identifier's name and resource
+// or "SharedIndexInformer <type>", with " #2", " #3", ... when another
+// running informer uses it; see ReflectorConfigurable), and the handler's
+// name, and no other label, so there is one set per handler; a handler's
+// series are deleted when it is removed or the informer stops.
 type HandlerMetricsProvider interface {
 	// NewHandlerMetrics is called when a handler starts receiving
 	// notifications.

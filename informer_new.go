@@ -1,12 +1,10 @@
 package cache
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgofeatures "k8s.io/client-go/features"
 	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -76,7 +74,7 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 	}
 	q := newInformerQueue(logger, options.ObjectType, store, options.Transform, options.Identifier, options.InformerMetricsProvider)
 	a := deltaApplier{store: store, handler: options.Handler}
-	return New(&Config{
+	c := New(&Config{
 		Queue:            q,
 		ListerWatcher:    options.ListerWatcher,
 		ObjectType:       options.ObjectType,
@@ -84,7 +82,13 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 		MinWatchTimeout:  options.MinWatchTimeout,
 		Process:          a.process,
 		ProcessBatch:     a.processBatch,
-	})
+	}).(*controller)
+	c.held = store
+	if options.Identifier.Name() != "" {
+		// Named after its identity rather than the caller of New.
+		c.name = informerName(options.ObjectType, options.Identifier)
+	}
+	return c
 }
 
 // batchKey is the key an atomic RealFIFO files objects under. In atomic
@@ -103,31 +107,4 @@ func batchKey(obj interface{}) (string, error) {
 		return "", err
 	}
 	return m.GetName(), nil
-}
-
-// newInformerQueue returns the queue client-go's informers use with
-// client-go's feature gates as they are set: a RealFIFO, atomic (one
-// ReplacedAll per relist, one SyncAll per resync, Bookmark deltas, popped
-// without holding its lock) unless the AtomicFIFO gate is off, in which
-// case it emits per-object deltas against store.
-func newInformerQueue(logger klog.Logger, objType any, store clientgocache.Store, transform clientgocache.TransformFunc,
-	id InformerNameAndResource, metrics InformerMetricsProvider) *clientgocache.RealFIFO {
-	gates := clientgofeatures.FeatureGates()
-	opts := clientgocache.RealFIFOOptions{
-		Logger:          &logger,
-		Name:            fmt.Sprintf("RealFIFO %T", objType),
-		KeyFunction:     clientgocache.MetaNamespaceKeyFunc,
-		Transformer:     transform,
-		Identifier:      id,
-		MetricsProvider: metrics,
-	}
-	if gates.Enabled(clientgofeatures.AtomicFIFO) {
-		opts.KeyFunction = batchKey
-		opts.AtomicEvents = true
-		opts.UnlockWhileProcessing = gates.Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
-		opts.EmitDeltaTypeBookmark = true
-	} else {
-		opts.KnownObjects = store
-	}
-	return clientgocache.NewRealFIFOWithOptions(opts)
 }

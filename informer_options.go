@@ -10,6 +10,12 @@ type ReflectorConfigurable interface {
 	// TypeDescription, MinWatchTimeout and WatchErrorHandler are the
 	// informer's (run context's logger, ObjectDescription, none, the
 	// handler set with SetWatchErrorHandler) where o leaves them unset.
+	// Name, which also labels the handler metrics, is used as given;
+	// unset, the informer's name is: its Identifier's name and resource
+	// if it has one, else "SharedIndexInformer <type>", followed by " #2",
+	// " #3", ... when another running informer of this package already
+	// uses it, so that informers sharing a metrics provider never share
+	// series.
 	SetReflectorOptions(o ReflectorOptions) error
 }
 
@@ -20,14 +26,16 @@ func (s *sharedIndexInformer) SetReflectorOptions(o ReflectorOptions) error {
 	return s.beforeStart(func() { s.reflectorOptions = &o })
 }
 
-// mergeReflectorOptions returns a function that lays the options set by
-// SetReflectorOptions (if any) over those the controller computed.
-func (s *sharedIndexInformer) mergeReflectorOptions() func(*ReflectorOptions) {
+// reflectorOptionsNamed returns a function that lays the options set by
+// SetReflectorOptions (if any) over those the controller computed and
+// names the Reflector name. s.mu is held.
+func (s *sharedIndexInformer) reflectorOptionsNamed(name string) func(*ReflectorOptions) {
 	user := s.reflectorOptions
-	if user == nil {
-		return nil
-	}
 	return func(o *ReflectorOptions) {
+		defer func() { o.Name = name }()
+		if user == nil {
+			return
+		}
 		merged := *user
 		merged.ResyncPeriod = o.ResyncPeriod
 		if merged.Logger == nil {

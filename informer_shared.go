@@ -43,6 +43,9 @@ type sharedIndexInformer struct {
 	reflectorBuilt chan struct{}
 	// replaced marks the last whole-state replacement of the indexer.
 	replaced replaceMark
+	// name names the Reflector and labels the handler metrics; it is
+	// claimed when Run starts (see claimName).
+	name string
 
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
@@ -112,7 +115,9 @@ func (s *sharedIndexInformer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext runs the informer until ctx ends and returns once every
 // goroutine it started (Reflector, pop loop, handlers) has stopped; the
-// handlers' backlogs are dropped. A second call only logs a warning.
+// handlers' backlogs are dropped. A panic in the pop loop (an index
+// function's, say) leaves at once, as in client-go, after the same stop.
+// A second call only logs a warning.
 func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	ctrl := s.startOnce(ctx)
@@ -120,8 +125,19 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		klog.FromContext(ctx).Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return
 	}
+	// Released once everything that writes series under the name has
+	// stopped.
+	defer releaseName(s.name)
 	s.processor.start(s.metricsTarget())
+	// Deferred, so that a panic's way out stops and joins everything too:
+	// stopped is set, then ctx cancelled, then the goroutines waited for.
+	defer s.logUnsynced(klog.FromContext(ctx))
+	defer s.processor.stop()
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer s.markStopped()
 	wg.Go(func() {
 		select {
 		case <-ctx.Done():
@@ -131,12 +147,13 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 		}
 	})
 	ctrl.RunWithContext(ctx)
+}
+
+// markStopped records that Run is returning: no handler may join now.
+func (s *sharedIndexInformer) markStopped() {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
-	wg.Wait()
-	s.processor.stop()
-	s.logUnsynced(klog.FromContext(ctx))
 }
 
 // logUnsynced logs, when the informer stops before its first sync, the
@@ -156,14 +173,10 @@ func (s *sharedIndexInformer) logUnsynced(logger klog.Logger) {
 func (s *sharedIndexInformer) metricsTarget() (ReflectorMetricsProvider, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name := s.sync.name()
 	if o := s.reflectorOptions; o != nil {
-		if o.Name != "" {
-			name = o.Name
-		}
-		return o.Metrics, name
+		return o.Metrics, s.name
 	}
-	return nil, name
+	return nil, s.name
 }
 
 // startOnce builds the controller and marks the informer started; nil if
@@ -196,8 +209,14 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
 	}).(*controller)
-	s.ctrl.adjust = s.mergeReflectorOptions()
+	if o := s.reflectorOptions; o != nil && o.Name != "" {
+		s.name = claimName(o.Name, true)
+	} else {
+		s.name = claimName(informerName(s.objType, s.options.Identifier), false)
+	}
+	s.ctrl.adjust = s.reflectorOptionsNamed(s.name)
 	s.ctrl.built = s.reflectorBuilt
+	s.ctrl.held = s.indexer
 	s.started = true
 	return s.ctrl
 }

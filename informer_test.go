@@ -243,6 +243,7 @@ func TestInformerHandlerPanicIsLoggedWithItsName(t *testing.T) {
 		reg, _ := inf.AddEventHandlerWithOptions(h, HandlerOptions{Logger: &logger})
 		stop := runInformer(t, inf)
 		defer stop()
+		time.Sleep(pauseAfterPanic) // b waits that long after a's panic
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()

@@ -1,6 +1,10 @@
 package cache
 
-import "fmt"
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // initialEvents gathers the objects of a WatchList stream until its
 // initial-events-end bookmark. Objects are kept in arrival order; a key
@@ -16,10 +20,17 @@ type initialEvents struct {
 	transform TransformFunc
 	// resourceVersion is the RV of the last non-ADDED event (the bookmark).
 	resourceVersion string
+	// in prepares each object before the transform (nil: nothing to do),
+	// looking for held objects if reuse; reused counts those it found,
+	// which are gathered as they are, untransformed (they were when the
+	// store got them).
+	in     *intake
+	reuse  bool
+	reused int
 }
 
-func newInitialEvents(store ReflectorStore) *initialEvents {
-	e := &initialEvents{}
+func newInitialEvents(store ReflectorStore, in *intake) *initialEvents {
+	e := &initialEvents{in: in, reuse: in.reusing()}
 	if ts, ok := store.(TransformingStore); ok {
 		e.transform = ts.Transformer()
 	}
@@ -28,7 +39,7 @@ func newInitialEvents(store ReflectorStore) *initialEvents {
 
 // Add appends obj.
 func (e *initialEvents) Add(obj interface{}) error {
-	obj, err := e.transformed(obj)
+	obj, err := e.prepared(obj)
 	if err != nil {
 		return err
 	}
@@ -41,7 +52,7 @@ func (e *initialEvents) Add(obj interface{}) error {
 
 // Update replaces the gathered object with obj's key, or adds obj.
 func (e *initialEvents) Update(obj interface{}) error {
-	obj, err := e.transformed(obj)
+	obj, err := e.prepared(obj)
 	if err != nil {
 		return err
 	}
@@ -65,6 +76,20 @@ func (e *initialEvents) Delete(obj interface{}) error {
 		delete(e.index, key)
 	}
 	return nil
+}
+
+// prepared is what is gathered for obj: the held object standing for it
+// (see intake.prepare), or obj prepared and transformed.
+func (e *initialEvents) prepared(obj interface{}) (interface{}, error) {
+	if o, ok := obj.(runtime.Object); ok && e.in != nil {
+		out, reused := e.in.prepare(o, e.reuse)
+		if reused {
+			e.reused++
+			return out, nil
+		}
+		obj = out
+	}
+	return e.transformed(obj)
 }
 
 func (e *initialEvents) transformed(obj interface{}) (interface{}, error) {

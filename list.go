@@ -62,7 +62,8 @@ func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause L
 	// The pager is built here: its retry policy draws its seed from the
 	// Reflector's generator, which only the loop goroutine may use.
 	lc := &listCall{
-		p:    pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry(), shard: c.shard.newCheck()},
+		p: pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry(), shard: c.shard.newCheck(),
+			in: c.r.in, reuse: c.r.in.reusing()},
 		opts: metav1.ListOptions{ResourceVersion: rv, ShardSelector: c.selector()},
 	}
 	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
@@ -77,6 +78,7 @@ func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause L
 			res, err := o.result()
 			c.r.stats.listed(cause, res.pageRetries)
 			c.r.stats.shardDropped(res.shardDropped)
+			c.r.stats.reused(res.reused)
 			return res, err, true
 		}
 	}

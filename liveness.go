@@ -44,8 +44,10 @@ var errWatchOpenBlocked = errors.New("the request to open a watch has not return
 // watch that is still in flight a grace period after it began is a loss
 // too. A completed sync suspends the loss rather than ending it (see
 // synced). The loop goroutine owns it.
+//
+// Its times and its timer are on the real clock (see realClock), not the
+// Reflector's.
 type liveness struct {
-	clock clock.Clock
 	grace time.Duration
 	// since is when the loss began; zero while in touch.
 	since time.Time
@@ -231,7 +233,7 @@ func (l *liveness) regain() bool {
 func (l *liveness) arm(d time.Duration) {
 	l.stopTimer()
 	if l.timer == nil {
-		l.timer = l.clock.NewTimer(d)
+		l.timer = realClock.NewTimer(d)
 	} else {
 		l.timer.Reset(d)
 	}
@@ -260,7 +262,7 @@ func (l *liveness) stopTimer() {
 // With silent set the connection died without a word (see
 // silentDeath), and the loss is dated from the watch's last sign of life.
 func (r *Reflector) lostTouch(reason DegradedReason, err error, relist, silent bool) {
-	now := r.clock.Now()
+	now := realClock.Now()
 	began := now
 	if silent && !r.live.lastSign.IsZero() && r.live.lastSign.Before(now) {
 		began = r.live.lastSign
@@ -270,7 +272,7 @@ func (r *Reflector) lostTouch(reason DegradedReason, err error, relist, silent b
 
 // reportLoss records a failure that is reported as Degraded at once.
 func (r *Reflector) reportLoss(reason DegradedReason, err error, relist bool) {
-	now := r.clock.Now()
+	now := realClock.Now()
 	r.live.lose(reason, err, now, now, relist)
 	r.live.report()
 	r.degradeIf(true)
@@ -278,7 +280,7 @@ func (r *Reflector) reportLoss(reason DegradedReason, err error, relist bool) {
 
 // watchClosed is told that a watch ended without a failure of its own
 // (the server closed it).
-func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(r.clock.Now())) }
+func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(realClock.Now())) }
 
 // graceEnded is called when liveness's timer fires: an open watch has
 // passed its probation (it works, so the backoff starts over too), or the
@@ -296,7 +298,7 @@ func (r *Reflector) graceEnded() {
 // degradeIf sets Degraded health from the loss when due.
 func (r *Reflector) degradeIf(due bool) {
 	if due {
-		r.health.set(Degraded, r.live.reason, r.live.err, r.clock.Now())
+		r.health.set(Degraded, r.live.reason, r.live.err, realClock.Now())
 	}
 }
 
@@ -305,7 +307,7 @@ func (r *Reflector) degradeIf(due bool) {
 // relists whose watches fail at once that has been reported (see
 // liveness.synced): then it stays Degraded until a watch shows it works.
 func (r *Reflector) syncCompleted() {
-	now := r.clock.Now()
+	now := realClock.Now()
 	if !r.live.inLoop() {
 		// The server serves the Reflector again; in a loop of relists whose
 		// watches fail, it does not, and the backoff keeps growing.
@@ -330,6 +332,6 @@ func (r *Reflector) inTouch() {
 		if r.health.snapshot().HasSynced {
 			state = Synced
 		}
-		r.health.set(state, ReasonNone, nil, r.clock.Now())
+		r.health.set(state, ReasonNone, nil, realClock.Now())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -137,7 +136,7 @@ func TestCancelledCycleLeavesNoLoss(t *testing.T) {
 // arms it at every watch request, so making one each time would cost an
 // allocation per request.
 func TestLivenessTimerIsMadeOnce(t *testing.T) {
-	l := liveness{clock: clock.RealClock{}, grace: time.Hour}
+	l := liveness{grace: time.Hour}
 	l.arm(time.Hour)
 	allocs := testing.AllocsPerRun(50, func() {
 		l.calling(time.Now())

@@ -96,7 +96,7 @@ var MetricDescs = []MetricDesc{
 	{Name: MetricLastListDuration, Kind: Gauge, Help: "Duration of the last successful sync in seconds."},
 	{Name: MetricInitialSyncDuration, Kind: Gauge, Help: "Seconds from the start of the run to the first sync."},
 	{Name: MetricWatches, Kind: Counter, Help: "Watches opened, WatchList streams included."},
-	{Name: MetricWatchEnds, Kind: Counter, Help: "Watches that ended while the reflector ran, by cause.", Label: "cause", LabelValues: causeNames(WatchEndCauses)},
+	{Name: MetricWatchEnds, Kind: Counter, Help: "Watches that ended, and watch requests that failed, by cause.", Label: "cause", LabelValues: causeNames(WatchEndCauses)},
 	{Name: MetricEvents, Kind: Counter, Help: "Watch events received, by type (DROPPED: skipped as unstorable).", Label: "type", LabelValues: causeNames(EventTypes)},
 	{Name: MetricLastResourceVersion, Kind: Gauge, Help: "Newest resourceVersion the store reached, when numeric."},
 	{Name: MetricLastEventTimestamp, Kind: Gauge, Help: "Unix time of the last watch event."},

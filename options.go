@@ -21,7 +21,10 @@ type ReflectorOptions struct {
 	// logr.NewContext wins); nil means klog.Background(). The reflector's
 	// name is added to it.
 	Logger *klog.Logger
-	// Name identifies the reflector in logs; defaults to the caller's file:line.
+	// Name identifies the reflector in logs and labels its metrics;
+	// defaults to the caller's file:line (the first caller outside this
+	// package and the Go runtime). An informer's Reflector is named after
+	// the informer (see ReflectorConfigurable).
 	Name string
 	// TypeDescription describes the stored type in logs; defaults to the
 	// expected type's Go type, or the GVK of an Unstructured expected type.
@@ -32,7 +35,18 @@ type ReflectorOptions struct {
 	// MinWatchTimeout raises the lower bound of watch timeouts above the
 	// five-minute floor; smaller values are ignored.
 	MinWatchTimeout time.Duration
-	// Clock drives every timer of the Reflector; defaults to the real clock.
+	// Clock is the clock client-go's Reflector puts its timers on, and ours
+	// puts the same ones there, no others: the backoff between attempts to
+	// open a watch or WatchList within a cycle, and the resync period; it
+	// also times the very-short-watch rule, the internal-error retry window
+	// and the backoff's reset, and Stats' times are read from it (Stats
+	// arms no timer). As in client-go, Run waits between cycles on
+	// the real clock. What client-go's Reflector does not have runs on the
+	// real clock too: health and its grace periods (Health.Since
+	// included), stall detection and LIST page retries; drive those in
+	// tests with testing/synctest. So a test that steps a fake clock
+	// whenever it has a timer pending drives ours as it drives client-go's.
+	// Defaults to the real clock.
 	Clock clock.Clock
 	// Backoff replaces the default exponential backoff (0.8 s doubling to
 	// 30 s, jitter 1.0). Either is reset after two minutes without a
@@ -40,6 +54,10 @@ type ReflectorOptions struct {
 	// sync completes, a watch delivers events or stays open the health
 	// grace period, or the server says the resourceVersion to resume from
 	// is gone), except in a loop of relists whose watches fail at once.
+	// Setting Backoff (or Clock) also makes re-watches after internal
+	// errors immediate, as in client-go (see
+	// Reflector.MaxInternalErrorRetryDuration). A delay that is not
+	// positive arms no timer.
 	Backoff *wait.Backoff
 
 	// UseWatchList selects WatchList streaming for the initial state: nil or
@@ -119,6 +137,28 @@ type ReflectorOptions struct {
 	// one replica, at the full network and decode cost of an unsharded
 	// Reflector. A server that applies the selector is still used as such.
 	ShardFilterLocally bool
+
+	// ReuseHeldObjects: nil or true (the default) lets a relist (every
+	// LIST or WatchList sync after the Reflector's first) keep, for each
+	// listed object whose key and non-empty resourceVersion equal those
+	// of the object the store already holds, the held object instead of
+	// the newly decoded copy: by the API's resourceVersion contract both
+	// have the same content. The copy becomes garbage with its LIST page
+	// (or WatchList event) instead of living until the store's Replace,
+	// so a relist that changes little no longer holds the cache twice.
+	// The store's Replace, and a store's consumers (an informer's
+	// handlers), are then given the held object itself. It applies to
+	// stores that can say what they hold (a Get method): this package's
+	// and client-go's stores and indexers, and this package's informers;
+	// not to queues (DeltaFIFO, RealFIFO, whose Get returns deltas), nor
+	// to a store that transforms what its Replace is given (a
+	// TransformingStore with a transform, client-go's store built with
+	// WithTransformer), which would transform a held object again while
+	// others read it. A store of another Go type than the listed objects
+	// is never reused from. Set false for a store of your own that
+	// transforms in Replace, or whose objects are changed after they are
+	// stored. false keeps every listed copy, as client-go does.
+	ReuseHeldObjects *bool
 }
 
 // logger is the Logger option or klog's default.

@@ -96,6 +96,10 @@ type facts struct {
 	internalRetry bool
 	// delivered: the watch delivered at least one event.
 	delivered bool
+	// pace: a watch that ends with an internal error before delivering
+	// anything is re-watched after a backoff delay rather than at once
+	// (see Reflector.paceInternalErrors).
+	pace bool
 	// empty: the watch closed within the grace period with nothing in it.
 	empty bool
 	// gaveUp: this cycle's WatchLists have been closed before their end

@@ -26,6 +26,8 @@ type listed struct {
 	pageRetries int
 	// shardDropped counts items left out as outside the shard.
 	shardDropped int
+	// reused counts items replaced by the object the store held.
+	reused int
 }
 
 // pager runs paginated LISTs.
@@ -38,6 +40,10 @@ type pager struct {
 	retry pageRetry
 	// shard checks each page of a sharded Reflector; nil when unsharded.
 	shard *shardCheck
+	// in prepares each page's items once they are checked; nil for none.
+	in *intake
+	// reuse says whether in looks for the objects the store holds.
+	reuse bool
 }
 
 // list LISTs with opts, following continue tokens, and gathers the items.
@@ -78,7 +84,7 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, err
 			return out, err
 		}
 		p.retry.succeeded()
-		next, err := out.addPage(page, p.shard)
+		next, err := out.addPage(page, p)
 		if err != nil || next == "" {
 			return out, err
 		}
@@ -109,15 +115,16 @@ func (p *pager) listUnpaged(ctx context.Context, opts *metav1.ListOptions, parti
 	if err != nil {
 		return out, err
 	}
-	_, err = out.addPage(page, p.shard)
+	_, err = out.addPage(page, p)
 	return out, err
 }
 
 // addPage appends the items of page and returns its continue token. The
 // first page sets the resourceVersion and sizes the item slice from the
-// server's remaining-item count. A sharded Reflector's page is checked
-// by shard (nil when unsharded).
-func (l *listed) addPage(page runtime.Object, shard *shardCheck) (string, error) {
+// server's remaining-item count. A sharded Reflector's page is checked by
+// p's shard check, and the items left are then prepared by p's intake
+// (see intake.page), so a copy of a held object is dropped with its page.
+func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 	if gvk, table := unsupportedTableList(page); table {
 		return "", fmt.Errorf("unsupported list of kind %v: the Reflector cannot store Table objects", gvk)
 	}
@@ -138,10 +145,13 @@ func (l *listed) addPage(page runtime.Object, shard *shardCheck) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
 	}
-	if shard != nil {
-		if err := l.checkShard(shard, page, m, from); err != nil {
+	if p.shard != nil {
+		if err := l.checkShard(p.shard, page, m, from); err != nil {
 			return "", err
 		}
+	}
+	if p.in != nil {
+		l.reused += p.in.page(l.items[from:], p.reuse)
 	}
 	return m.GetContinue(), nil
 }

@@ -46,7 +46,7 @@ func (r *Reflector) newPageRetry() pageRetry {
 		return pageRetry{}
 	}
 	return pageRetry{
-		clock: r.clock,
+		clock: realClock,
 		limit: r.pageRetries,
 		cfg:   &r.backoff.initial,
 		seed:  [2]uint64{r.rand.Uint64(), r.rand.Uint64()},

@@ -15,6 +15,15 @@ import (
 
 const defaultExpectedTypeName = "<unspecified>"
 
+// realClock times what client-go's Reflector does not put on its clock:
+// the wait between cycles in Run (client-go's waits on the real clock
+// too), health and its grace periods, stall detection, and LIST page
+// retries. The injected clock (ReflectorOptions.Clock) keeps only the
+// timers client-go's keeps there (the backoff between attempts within a
+// cycle, and the resync period), so that a test stepping a fake clock
+// whenever it has a timer pending drives ours as it drives client-go's.
+var realClock clock.RealClock
+
 // Watch timeouts are drawn from [min, 2*min) to spread reconnects; the
 // minimum is never below five minutes.
 const defaultMinWatchTimeout = 5 * time.Minute
@@ -43,9 +52,12 @@ type Reflector struct {
 	ShouldResync func() bool
 	// MaxInternalErrorRetryDuration is how long a watch failing with internal
 	// (500) errors is re-opened from the same resourceVersion before the
-	// Reflector relists instead. Zero never retries. A watch that had
-	// delivered events is re-opened at once, as in client-go; one that had
-	// not, after a backoff delay.
+	// Reflector relists instead. Zero never retries. A watch is re-opened
+	// at once, as in client-go, except that a Reflector with the default
+	// backoff and clock (ReflectorOptions.Backoff and Clock unset) waits a
+	// backoff delay before re-opening a watch that had delivered nothing,
+	// so that a server failing every watch is not asked again in a tight
+	// loop.
 	MaxInternalErrorRetryDuration time.Duration
 
 	subject
@@ -82,6 +94,15 @@ type Reflector struct {
 	server serverFacts
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
+	// in prepares the objects of syncs; nil when there is nothing to do.
+	in *intake
+	// paceInternalErrors: the Reflector runs with its default backoff and
+	// clock, so a watch that ends with an internal error before it
+	// delivered anything is re-opened after a backoff delay. With a backoff
+	// or clock of the user's, it is re-opened at once, as in client-go (a
+	// test written for client-go with a fake clock it does not advance, or
+	// a zero backoff, would otherwise stall or change).
+	paceInternalErrors bool
 }
 
 // NewReflector creates a Reflector named after the caller's file:line.
@@ -126,8 +147,8 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 			watchListMemory: o.WatchListRefusalMemory,
 		},
 		watchErrorHandler: o.WatchErrorHandler,
-		health:            newHealth(o.Clock.Now(), o.OnHealthChange),
-		live:              liveness{clock: o.Clock, grace: o.HealthGrace},
+		health:            newHealth(realClock.Now(), o.OnHealthChange),
+		live:              liveness{grace: o.HealthGrace},
 		stats:             statsRecorder{clock: o.Clock},
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
@@ -135,6 +156,9 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
 		shards:            newShardControl(o.Shard, o.ShardFilterLocally),
+		in:                newIntake(o, store),
+		// Decided on the options as given, before defaults fill them in.
+		paceInternalErrors: options.Backoff == nil && options.Clock == nil,
 	}
 }
 
@@ -167,7 +191,8 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 }
 
 // RunWithContext lists and watches until ctx ends, backing off between
-// cycles, and returns once ctx has ended. Errors that end a cycle go to the
+// cycles (on the real clock, as client-go's Run does, whatever
+// ReflectorOptions.Clock is), and returns once ctx has ended. Errors that end a cycle go to the
 // WatchErrorHandler. The run's metrics (ReflectorOptions.Metrics) are
 // deleted before it returns. A ListerWatcher call that ignores ctx may
 // still be running when RunWithContext returns; the goroutine waiting for
@@ -266,13 +291,18 @@ func (r *Reflector) nextBackoff() time.Duration {
 	return r.backoff.next(r.clock.Now(), r.rand.Float64())
 }
 
-// sleep waits d on the Reflector's clock, reporting a loss of touch whose
-// grace period ends meanwhile; false if ctx ended first.
+// sleep waits d, the delay between cycles, on the real clock (as
+// client-go's Run does, whatever clock the Reflector was given),
+// reporting a loss of touch whose grace period ends meanwhile; false if
+// ctx ended first. A d that is not positive arms no timer.
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	t := r.clock.NewTimer(d)
+	if d <= 0 {
+		return true
+	}
+	t := realClock.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
@@ -286,11 +316,14 @@ func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// sleepOn waits d on c; false if ctx ended first. An ended ctx returns at
-// once, without a timer.
+// sleepOn waits d on c; false if ctx ended first. An ended ctx, or a d
+// that is not positive, returns at once, without a timer.
 func sleepOn(ctx context.Context, c clock.Clock, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
+	}
+	if d <= 0 {
+		return true
 	}
 	t := c.NewTimer(d)
 	defer t.Stop()

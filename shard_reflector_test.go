@@ -357,7 +357,7 @@ func TestShardUnstructuredListWithoutEcho(t *testing.T) {
 		u := &unstructured.UnstructuredList{Object: map[string]interface{}{"metadata": map[string]interface{}{"resourceVersion": "5"}}}
 		u.Items = []unstructured.Unstructured{{Object: item(in)}}
 		var l listed
-		_, err := l.addPage(u, newShardSpec(s, false).newCheck())
+		_, err := l.addPage(u, &pager{shard: newShardSpec(s, false).newCheck()})
 		if (err == nil) != in || (err != nil && !IsShardIgnored(err)) {
 			t.Errorf("item in the shard %v: error %v", in, err)
 		}

@@ -21,7 +21,8 @@ type Stats struct {
 	ListPageRetries uint64
 	// WatchesOpened counts watches opened, WatchList streams included.
 	WatchesOpened uint64
-	// WatchEnds counts watches that ended while running, by cause.
+	// WatchEnds counts, by cause, watches (and WatchLists) that ended and
+	// requests to open one that failed.
 	WatchEnds map[WatchEndCause]uint64
 	// Events counts watch events by type (EventDropped for skipped ones).
 	Events map[watch.EventType]uint64
@@ -31,6 +32,11 @@ type Stats struct {
 	// (ReflectorOptions.ShardFilterLocally) left out of its store because
 	// they hash outside its shard: LIST items and watch events.
 	ShardDropped uint64
+	// ItemsReused counts objects of LIST and WatchList syncs for which the
+	// store was given the object it already held, at the same key and
+	// resourceVersion, instead of the new copy (see
+	// ReflectorOptions.ReuseHeldObjects).
+	ItemsReused uint64
 	// LastListItems and LastListDuration describe the last successful sync.
 	LastListItems    int
 	LastListDuration time.Duration
@@ -160,6 +166,16 @@ func (r *statsRecorder) shardDropped(n int) {
 	defer r.mu.Unlock()
 	r.s.ShardDropped += uint64(n)
 	r.m.counter(MetricShardDropped, "").Add(float64(n))
+}
+
+// reused counts n objects of a sync for which the held object was kept.
+func (r *statsRecorder) reused(n int) {
+	if n == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.s.ItemsReused += uint64(n)
+	r.mu.Unlock()
 }
 
 // watchOpened counts an opened watch.

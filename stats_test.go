@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -145,6 +146,29 @@ func TestStatsCountWhatTheReflectorDid(t *testing.T) {
 		stop()
 		if metrics.size() != 0 || !slices.Equal(metrics.deleted, []string{"cms"}) || !slices.Equal(metrics.opened, []string{"cms"}) {
 			t.Fatalf("after Run: %d series left, opened %q, deleted %q", metrics.size(), metrics.opened, metrics.deleted)
+		}
+	})
+}
+
+// WatchEnds counts watches that ended and requests to open one that
+// failed alike, by cause: a 500 in answer to the request counts as
+// internal_error as a 500 on the stream does; WatchesOpened counts only
+// the watches that opened.
+func TestStatsCountWatchRequestsThatFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("10", "")}, {list: cmList("20", "")}, {list: cmList("30", "")}}, []watchReply{
+			{err: apierrors.NewInternalError(errors.New("etcd"))},
+			{err: connectionRefused()},
+			{events: []watch.Event{errEvent(internalStatus())}},
+			{hang: true},
+		})
+		lw.noWL = true
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
+		runUntilDrained(t, r, lw)
+		st := r.Stats()
+		checkCounts(t, "WatchEnds", st.WatchEnds, map[WatchEndCause]uint64{WatchInternalError: 2, WatchUnreachable: 1}, WatchEndCauses)
+		if st.WatchesOpened != 2 {
+			t.Errorf("WatchesOpened = %d, want 2", st.WatchesOpened)
 		}
 	})
 }

@@ -116,16 +116,18 @@ func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 	r := c.r
 	s := &streamer{
 		owner: c, w: w, mode: mode, pos: &r.pos, subject: &r.subject,
-		stall: stallDetector{clock: r.clock, window: r.stallWindow},
+		stall: stallDetector{clock: realClock, window: r.stallWindow},
 		shard: c.shard.newCheck(),
 	}
 	if r.server.sendsBookmarks && c.wTimeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
-		// watches at the timeout they asked for.
-		s.stall.expectEnd(c.wStart.Add(time.Duration(c.wTimeout) * time.Second))
+		// watches at the timeout they asked for. wStart is on the
+		// Reflector's clock, the detector on the real one.
+		left := c.wStart.Add(time.Duration(c.wTimeout) * time.Second).Sub(r.clock.Now())
+		s.stall.expectEnd(realClock.Now().Add(left))
 	}
 	if mode.gathering() {
-		s.initial = newInitialEvents(r.store)
+		s.initial = newInitialEvents(r.store, r.in)
 		s.sink = s.initial
 		return s
 	}
@@ -251,24 +253,39 @@ func (s *streamer) apply(ev watch.Event) error {
 			return err
 		}
 	}
+	// Read before the store has the object: from then on a handler may
+	// change it, and a read after would race with the handler.
+	var rv string
+	if tracked(s.mode, ev.Type) {
+		rv = obj.GetResourceVersion()
+	}
 	s.dispatch(ev, obj)
-	s.track(obj)
+	s.track(rv)
 	s.events++
 	return nil
 }
 
-// track records obj's resourceVersion once the watch is past any
-// synthetic ADDED events: while gathering as the RV the initial state will
-// be Replaced at, otherwise as the resume position (and for a
-// ResourceVersionUpdater store). Before that the RV is not read at all, so
-// the initial ADDED events of a WatchList are gathered without touching
-// their objects.
-func (s *streamer) track(obj metav1.Object) {
+// tracked says whether an event of type t that arrives in mode m has its
+// resourceVersion tracked: whether the mode dispatch leaves is one that
+// track records in.
+func tracked(m streamMode, t watch.EventType) bool {
+	if t == watch.Modified || t == watch.Deleted || t == watch.Bookmark {
+		m = m.pastAdded()
+	}
+	return m == modeLive || m == modeGatheringTracked
+}
+
+// track records the resourceVersion rv of the event just dispatched once
+// the watch is past any synthetic ADDED events: while gathering as the RV
+// the initial state will be Replaced at, otherwise as the resume position
+// (and for a ResourceVersionUpdater store). Before that the RV is not read
+// at all (see tracked), so the initial ADDED events of a WatchList are
+// gathered without touching their objects.
+func (s *streamer) track(rv string) {
 	switch s.mode {
 	case modeGatheringTracked, modeInitialEnded:
-		s.initial.resourceVersion = obj.GetResourceVersion()
+		s.initial.resourceVersion = rv
 	case modeLive:
-		rv := obj.GetResourceVersion()
 		s.pos.advance(rv)
 		if s.rvUpdater != nil {
 			s.rvUpdater.UpdateResourceVersion(rv)

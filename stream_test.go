@@ -2,12 +2,16 @@ package cache
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"testing/synctest"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // valueObject is a runtime.Object held by value, not by pointer.
@@ -46,4 +50,55 @@ func TestIsNilObject(t *testing.T) {
 			t.Errorf("%s: reflect says nil = %v, the table %v", name, byReflect, tc.want)
 		}
 	}
+}
+
+// rewritingStore is a store (with a ResourceVersionUpdater) that, like a
+// handler of client-go's fake source, writes into the objects it is handed:
+// it sets their resourceVersion to "999".
+type rewritingStore struct {
+	recordingStore
+}
+
+func (s *rewritingStore) rewrite(obj interface{}) interface{} {
+	obj.(metav1.Object).SetResourceVersion("999")
+	return obj
+}
+
+func (s *rewritingStore) Add(obj interface{}) error { return s.recordingStore.Add(s.rewrite(obj)) }
+func (s *rewritingStore) Update(obj interface{}) error {
+	return s.recordingStore.Update(s.rewrite(obj))
+}
+func (s *rewritingStore) Delete(obj interface{}) error {
+	return s.recordingStore.Delete(s.rewrite(obj))
+}
+
+// An event's resourceVersion is read before the store has its object:
+// once handed over, the object is the store's (and its handlers') to
+// change, and a read after races with them. The resume position and the
+// store's UpdateResourceVersion get the event's resourceVersion, not what
+// the store wrote.
+func TestEventResourceVersionIsReadBeforeTheStoreHasTheObject(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{
+			{events: []watch.Event{ev(watch.Modified, cm("a", "11")), ev(watch.Added, cm("b", "12")), ev(watch.Deleted, cm("a", "13"))}, hang: true},
+		})
+		store := &rewritingStore{}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
+		_, stop := startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		stop()
+		if got := r.LastSyncResourceVersion(); got != "13" {
+			t.Errorf("LastSyncResourceVersion %q, want 13", got)
+		}
+		var rvs []string
+		for _, c := range store.recorded() {
+			if strings.HasPrefix(c, "RV ") {
+				rvs = append(rvs, c)
+			}
+		}
+		if got := strings.Join(rvs, ", "); got != "RV rv=11, RV rv=12, RV rv=13" {
+			t.Errorf("UpdateResourceVersion calls: %s", got)
+		}
+	})
 }

@@ -108,10 +108,11 @@ func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start
 		c.apply(classify(atWatchListReplace, err, facts{}), rv, err)
 		return phaseList
 	}
+	c.r.stats.reused(initial.reused)
 	c.synced(rv, len(items), start)
 	// The WatchList's watch goes on as the cycle's: an open watch (see
 	// liveness.opened).
-	c.r.live.opened(c.r.clock.Now())
+	c.r.live.opened(realClock.Now())
 	c.w = w
 	c.wMode = modeLive
 	c.wStart = c.r.clock.Now()

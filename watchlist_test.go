@@ -43,7 +43,7 @@ func TestWatchListAppliesStoreTransform(t *testing.T) {
 }
 
 func TestInitialEventsHandlesUpdatesAndDeletes(t *testing.T) {
-	e := newInitialEvents(&recordingStore{})
+	e := newInitialEvents(&recordingStore{}, nil)
 	for _, name := range []string{"a", "b", "c"} {
 		if err := e.Add(cm(name, "1")); err != nil {
 			t.Fatal(err)

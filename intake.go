@@ -1,0 +1,181 @@
+package cache
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// intake prepares the objects of a sync (LIST pages as they arrive,
+// WatchList initial events) before they reach the store: an object the
+// store already holds at the same resourceVersion is replaced by the held
+// one (see ReflectorOptions.ReuseHeldObjects), so the new copy becomes
+// garbage with its page instead of living until the store's Replace.
+//
+// The loop goroutine builds it and sets filled; a LIST's goroutine reads
+// it, started after every write.
+type intake struct {
+	// held finds what the store holds; nil when it cannot be asked.
+	held heldObjects
+	// filled says a sync has completed, so the store may hold objects.
+	// Before that nothing is looked up: the first sync finds nothing.
+	filled bool
+}
+
+// newIntake returns the intake of a Reflector with options o writing to
+// store, or nil when it has nothing to do.
+func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
+	in := &intake{}
+	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
+		in.held = heldIn(store)
+	}
+	if in.held == nil {
+		return nil
+	}
+	return in
+}
+
+// reusing says whether the sync about to start looks for held objects.
+func (in *intake) reusing() bool { return in != nil && in.held != nil && in.filled }
+
+// prepare returns what the store gets for obj, an object of a sync: the
+// held object if reuse is on and the store holds obj's key at obj's
+// resourceVersion (reused is then true), otherwise obj.
+func (in *intake) prepare(obj runtime.Object, reuse bool) (out interface{}, reused bool) {
+	if reuse {
+		if old, ok := in.reuse(obj); ok {
+			return old, true
+		}
+	}
+	return obj, false
+}
+
+// page prepares items, the objects of one LIST page, in place and returns
+// how many are held objects.
+func (in *intake) page(items []interface{}, reuse bool) int {
+	n := 0
+	for i, it := range items {
+		obj, ok := it.(runtime.Object)
+		if !ok {
+			continue
+		}
+		var reused bool
+		if items[i], reused = in.prepare(obj, reuse); reused {
+			n++
+		}
+	}
+	return n
+}
+
+// reuse returns the held object that stands for obj: same key, and the
+// same non-empty resourceVersion, which by the API's contract means the
+// same content.
+func (in *intake) reuse(obj runtime.Object) (interface{}, bool) {
+	rv := resourceVersionOf(obj)
+	if rv == "" {
+		return nil, false
+	}
+	old, ok := in.held.held(obj)
+	if !ok || resourceVersionOf(old) != rv {
+		return nil, false
+	}
+	return old, true
+}
+
+// resourceVersionOf is obj's resourceVersion, "" if it has no metadata.
+func resourceVersionOf(obj interface{}) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetResourceVersion()
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
+}
+
+// heldObjects answers what a store holds under an object's key. It is
+// called from a LIST's goroutine while the loop goroutine waits, so a
+// store that is safe for concurrent reads (as every store must be) needs
+// nothing more.
+type heldObjects interface {
+	held(obj interface{}) (interface{}, bool)
+}
+
+// getter is the lookup of client-go's Store.
+type getter interface {
+	Get(obj interface{}) (item interface{}, exists bool, err error)
+}
+
+// heldInStore asks a store with Get. With sameType, a held object of
+// another Go type than the listed one is never the same object (a store
+// that keeps something else under the key, such as a queue's deltas).
+type heldInStore struct {
+	store    getter
+	sameType bool
+}
+
+func (h heldInStore) held(obj interface{}) (interface{}, bool) {
+	old, ok, err := h.store.Get(obj)
+	if err != nil || !ok || old == nil {
+		return nil, false
+	}
+	if h.sameType && reflect.TypeOf(old) != reflect.TypeOf(obj) {
+		return nil, false
+	}
+	return old, true
+}
+
+// heldIn returns how to ask store what it holds, or nil when it cannot be
+// asked: it has no Get, it is a queue (whose Get returns queued deltas),
+// or it transforms what it is given (a held object would be transformed
+// again, while others may be reading it).
+func heldIn(store ReflectorStore) heldObjects {
+	switch store.(type) {
+	case *clientgocache.DeltaFIFO, *clientgocache.RealFIFO, *informerQueue:
+		return nil
+	}
+	if ts, ok := store.(TransformingStore); ok && ts.Transformer() != nil {
+		return nil
+	}
+	if clientGoStoreTransforms(store) {
+		return nil
+	}
+	g, ok := store.(getter)
+	if !ok {
+		return nil
+	}
+	return heldInStore{store: g, sameType: true}
+}
+
+// clientGoStoreType is the type of client-go's NewStore and NewIndexer.
+var clientGoStoreType = reflect.TypeOf(clientgocache.NewStore(clientgocache.MetaNamespaceKeyFunc))
+
+// clientGoStoreTransforms says whether store is client-go's store built
+// with WithTransformer, which transforms every object its Replace is
+// given and does not say so (it is no TransformingStore). If the field
+// cannot be found, it is taken to transform.
+func clientGoStoreTransforms(store ReflectorStore) bool {
+	v := reflect.ValueOf(store)
+	if v.Type() != clientGoStoreType || v.IsNil() {
+		return false
+	}
+	f := v.Elem().FieldByName("transformer")
+	return !f.IsValid() || f.Kind() != reflect.Func || !f.IsNil()
+}
+
+// reuseFrom makes r look for held objects in store (unless o turns reuse
+// off): the store its queue feeds, an informer's indexer, whose objects
+// may have been transformed into another Go type.
+func (r *Reflector) reuseFrom(store getter, o ReflectorOptions) {
+	if o.ReuseHeldObjects != nil && !*o.ReuseHeldObjects {
+		return
+	}
+	if r.in == nil {
+		r.in = &intake{}
+	}
+	r.in.held = heldInStore{store: store}
+}
