@@ -5,21 +5,33 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
 
-// intake prepares the objects of a sync (LIST pages as they arrive,
-// WatchList initial events) before they reach the store: an object the
-// store already holds at the same resourceVersion is replaced by the held
-// one (see ReflectorOptions.ReuseHeldObjects), so the new copy becomes
-// garbage with its page instead of living until the store's Replace.
+// intake prepares objects before they reach the store, in this order:
+//
+//  1. For the objects of a sync (LIST pages as they arrive, after a
+//     sharded Reflector's shard check; WatchList initial events), an
+//     object the store already holds at the same resourceVersion is
+//     replaced by the held one (see ReflectorOptions.ReuseHeldObjects),
+//     so the new copy becomes garbage with its page instead of living
+//     until the store's Replace; nothing else is done to a held object.
+//  2. managedFields are dropped (DropManagedFields).
+//  3. Equal strings are shared (ShareStrings).
+//
+// Watch events get steps 2 and 3. A store's own transform (a
+// TransformingStore's, an informer's) comes after all three, where the
+// store applies it.
 //
 // The loop goroutine builds it and sets filled; a LIST's goroutine reads
 // it, started after every write.
 type intake struct {
 	// held finds what the store holds; nil when it cannot be asked.
 	held heldObjects
+	// dropManagedFields and share are the lean options.
+	dropManagedFields, share bool
 	// filled says a sync has completed, so the store may hold objects.
 	// Before that nothing is looked up: the first sync finds nothing.
 	filled bool
@@ -28,14 +40,43 @@ type intake struct {
 // newIntake returns the intake of a Reflector with options o writing to
 // store, or nil when it has nothing to do.
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
-	in := &intake{}
+	in := &intake{dropManagedFields: o.DropManagedFields, share: o.ShareStrings}
 	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
 		in.held = heldIn(store)
 	}
-	if in.held == nil {
+	if in.held == nil && !in.leans() {
 		return nil
 	}
 	return in
+}
+
+// leans says whether objects get steps 2 or 3 (see intake).
+func (in *intake) leans() bool { return in.dropManagedFields || in.share }
+
+// lean applies steps 2 and 3 to obj, in place.
+func (in *intake) lean(obj runtime.Object) {
+	if in.dropManagedFields {
+		dropManagedFields(obj)
+	}
+	if in.share {
+		shareObject(obj)
+	}
+}
+
+// dropManagedFields removes obj's managedFields, typed or unstructured.
+func dropManagedFields(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
+	case metav1.Object:
+		if o.GetManagedFields() != nil {
+			o.SetManagedFields(nil)
+		}
+	default:
+		if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+			m.SetManagedFields(nil)
+		}
+	}
 }
 
 // reusing says whether the sync about to start looks for held objects.
@@ -43,13 +84,14 @@ func (in *intake) reusing() bool { return in != nil && in.held != nil && in.fill
 
 // prepare returns what the store gets for obj, an object of a sync: the
 // held object if reuse is on and the store holds obj's key at obj's
-// resourceVersion (reused is then true), otherwise obj.
+// resourceVersion (reused is then true), otherwise obj made lean.
 func (in *intake) prepare(obj runtime.Object, reuse bool) (out interface{}, reused bool) {
 	if reuse {
 		if old, ok := in.reuse(obj); ok {
 			return old, true
 		}
 	}
+	in.lean(obj)
 	return obj, false
 }
 

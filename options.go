@@ -159,6 +159,41 @@ type ReflectorOptions struct {
 	// transforms in Replace, or whose objects are changed after they are
 	// stored. false keeps every listed copy, as client-go does.
 	ReuseHeldObjects *bool
+
+	// ShareStrings makes the objects the store gets share equal strings
+	// and byte slices with each other: every non-empty string and []byte
+	// reachable through an object's exported fields, pointers, slices,
+	// maps (keys included) and interfaces, and every string, map key and
+	// number of an unstructured object, is replaced by one canonical copy
+	// of its value. Values are unchanged, byte for byte; label keys and
+	// values, images, node names, owner references and managedFields'
+	// field sets are then held once for the objects that have them,
+	// instead of once per object. It is done to each LIST page as it
+	// arrives, to each WatchList initial event and to each watch event,
+	// so the peak of a sync falls too. Canonical copies are found through
+	// the standard library's unique package, whose table holds entries
+	// only until the next garbage collection (no Reflector state, and no
+	// growth with churn); sharing therefore spans the objects that arrive
+	// between two collections. Objects are changed in place: the
+	// ListerWatcher must hand this Reflector objects no one else reads
+	// (any client decoding responses does). Byte slices become shared
+	// memory: writing into one would change other objects (cached objects
+	// must never be written to). Costs CPU per object (a walk of its
+	// fields, one table lookup per value).
+	ShareStrings bool
+	// DropManagedFields removes metadata.managedFields from the objects
+	// the store gets (LIST pages as they arrive, WatchList initial events,
+	// watch events), typed or unstructured. Most programs never read them,
+	// and they are often a fifth of an object's memory.
+	//
+	// Order: for the objects of a sync, an object reused under
+	// ReuseHeldObjects gets nothing more; others have their managedFields
+	// dropped, then their strings shared, and then reach the store, whose
+	// own transform (an informer's SetTransform, a TransformingStore's)
+	// runs last, where the store runs it: client-go's queues and stores
+	// at Replace for a LIST, as each object arrives for a WatchList, at
+	// each event for a watch.
+	DropManagedFields bool
 }
 
 // logger is the Logger option or klog's default.

@@ -29,12 +29,16 @@ var realClock clock.RealClock
 const defaultMinWatchTimeout = 5 * time.Minute
 
 // subject is what a Reflector reflects: its name and type description (for
-// logs), and the Go type and GVK events must have to reach the store.
+// logs), the Go type and GVK events must have to reach the store, and how
+// objects are prepared before they reach it.
 type subject struct {
 	name            string
 	typeDescription string
 	expectedType    reflect.Type
 	expectedGVK     *schema.GroupVersionKind
+	// in prepares the objects of syncs and watch events; nil when there
+	// is nothing to do.
+	in *intake
 }
 
 // Reflector watches a resource and reflects every change into a store.
@@ -94,8 +98,6 @@ type Reflector struct {
 	server serverFacts
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
-	// in prepares the objects of syncs; nil when there is nothing to do.
-	in *intake
 	// paceInternalErrors: the Reflector runs with its default backoff and
 	// clock, so a watch that ends with an internal error before it
 	// delivered anything is re-opened after a backoff delay. With a backoff
@@ -133,6 +135,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 			typeDescription: o.TypeDescription,
 			expectedType:    reflect.TypeOf(expectedType),
 			expectedGVK:     expectedGVKOf(expectedType),
+			in:              newIntake(o, store),
 		},
 		store:           store,
 		lw:              ToListerWatcherWithContext(lw),
@@ -156,7 +159,6 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
 		shards:            newShardControl(o.Shard, o.ShardFilterLocally),
-		in:                newIntake(o, store),
 		// Decided on the options as given, before defaults fill them in.
 		paceInternalErrors: options.Backoff == nil && options.Clock == nil,
 	}

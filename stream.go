@@ -350,14 +350,17 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 	switch ev.Type {
 	case watch.Added:
 		s.batch.count(idxAdded)
+		s.lean(ev.Object)
 		err = s.sink.Add(ev.Object)
 	case watch.Modified:
 		s.batch.count(idxModified)
 		s.mode = s.mode.pastAdded()
+		s.lean(ev.Object)
 		err = s.sink.Update(ev.Object)
 	case watch.Deleted:
 		s.batch.count(idxDeleted)
 		s.mode = s.mode.pastAdded()
+		s.lean(ev.Object)
 		err = s.sink.Delete(ev.Object)
 	case watch.Bookmark:
 		s.batch.count(idxBookmark)
@@ -369,6 +372,15 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 	}
 	if err != nil {
 		s.owner.log().Error(err, "Unable to apply watch event to store", "reflector", s.subject.name, "event", ev.Type, "object", klog.KObj(obj))
+	}
+}
+
+// lean applies the Reflector's lean options (see intake.lean) to obj, an
+// event's object, before the store gets it; while gathering, the
+// initial-events buffer prepares what it gathers itself.
+func (s *streamer) lean(obj runtime.Object) {
+	if in := s.subject.in; in != nil && in.leans() && !s.mode.gathering() {
+		in.lean(obj)
 	}
 }
 

@@ -1,0 +1,291 @@
+package cache
+
+import (
+	"reflect"
+	"unique"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Sharing equal strings across objects (ReflectorOptions.ShareStrings).
+//
+// Many strings of the objects of one resource are equal from object to
+// object: label keys and values, image names, node names, namespaces,
+// owner references, managedFields' field sets. Decoded, each object has
+// its own copy of each. shareObject replaces each with a canonical copy,
+// found through the standard library's unique package, so equal values
+// are held once.
+//
+// unique's table holds its entries weakly: an entry goes away at the first
+// garbage collection after the last Handle to it is dropped, and this code
+// keeps no Handle (the objects keep only the canonical bytes). So the
+// table holds at most the values seen since the last collection: it
+// cannot grow with churn, whatever the objects' lifetimes, and needs no
+// bound or eviction of ours. The price is that sharing spans the values
+// met between two collections: after one, the next occurrence of a value
+// becomes a new canonical copy, shared from then on. The Go runtime paces
+// collections by the live heap's growth, so at scale a LIST of thousands
+// of objects falls into a few of them.
+
+// maxShareDepth bounds the nesting sharing follows (pointers, slices,
+// maps), and maxShareVisits the values it visits in one object, against
+// values that refer to themselves (a decoded object never does, and is far
+// smaller and shallower).
+const (
+	maxShareDepth  = 100
+	maxShareVisits = 1 << 20
+)
+
+// walker is one object's walk: what is left of its visits.
+type walker struct{ left int }
+
+// visit counts a visit at depth; false once the walk must stop.
+func (w *walker) visit(depth int) bool {
+	w.left--
+	return w.left >= 0 && depth <= maxShareDepth
+}
+
+// shareObject replaces, in place, every non-empty string and byte slice
+// reachable from obj through exported fields, pointers, slices, arrays,
+// maps (keys too) and interfaces, and every string, map key and number of
+// unstructured content, with its canonical copy. Every value keeps its
+// bytes. obj must not be read by anyone else meanwhile. Byte slices
+// become shared read-only memory: writing into one would change every
+// object holding it (cached objects must never be written to anyway).
+func shareObject(obj interface{}) {
+	switch o := obj.(type) {
+	case nil:
+		return
+	case *unstructured.Unstructured:
+		if o != nil {
+			(&walker{left: maxShareVisits}).unstructured(o.Object)
+		}
+		return
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return
+	}
+	w := &walker{left: maxShareVisits}
+	w.walk(planFor(v.Type().Elem()), v.UnsafePointer(), 0)
+}
+
+// shareString returns the canonical copy of s.
+func shareString(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// walk shares what p describes in the value at base.
+func (w *walker) walk(p *plan, base unsafe.Pointer, depth int) {
+	if !w.visit(depth) {
+		return
+	}
+	for i := range p.steps {
+		w.apply(&p.steps[i], unsafe.Add(base, p.steps[i].off), depth)
+	}
+}
+
+// apply shares what s describes in the value at at.
+func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
+	switch s.kind {
+	case walkString:
+		shareStringAt((*string)(at))
+	case walkBytes:
+		shareBytesAt((*[]byte)(at))
+	case walkPointer:
+		if q := *(*unsafe.Pointer)(at); q != nil {
+			w.walk(s.elem, q, depth+1)
+		}
+	case walkSlice:
+		h := (*sliceHeader)(at)
+		for i := range uintptr(h.len) {
+			w.walk(s.elem, unsafe.Add(h.data, i*s.size), depth+1)
+		}
+	case walkArray:
+		for i := range s.n {
+			w.walk(s.elem, unsafe.Add(at, i*s.size), depth+1)
+		}
+	case walkStringMap:
+		shareStringMap(*(*map[string]string)(at))
+	case walkJSONMap:
+		w.jsonFields(*(*map[string]interface{})(at), depth+1, nil)
+	case walkMap:
+		w.mapValues(reflect.NewAt(s.typ, at).Elem(), s.elem, depth+1)
+	case walkInterface:
+		w.iface(reflect.NewAt(s.typ, at).Elem(), depth+1)
+	}
+}
+
+// shareStringAt replaces *p by its canonical copy, writing only if the
+// copy is another one.
+func shareStringAt(p *string) {
+	s := *p
+	if s == "" {
+		return
+	}
+	if c := unique.Make(s).Value(); unsafe.StringData(c) != unsafe.StringData(s) {
+		*p = c
+	}
+}
+
+// shareBytesAt replaces *p by a slice of the canonical copy of its bytes
+// (length and capacity equal), writing only if that is another copy. An
+// empty or nil slice is left as it is.
+func shareBytesAt(p *[]byte) {
+	b := *p
+	if len(b) == 0 {
+		return
+	}
+	// The lookup reads b's bytes in place; unique copies them if they
+	// become the canonical value.
+	c := unique.Make(unsafe.String(unsafe.SliceData(b), len(b))).Value()
+	if unsafe.StringData(c) != unsafe.SliceData(b) {
+		*p = unsafe.Slice(unsafe.StringData(c), len(c))
+	}
+}
+
+// shareStringMap shares m's keys and values. Assigning to an existing key
+// stores the key given, so the canonical key replaces the decoded one.
+func shareStringMap(m map[string]string) {
+	for k, v := range m {
+		ck, cv := shareString(k), shareString(v)
+		if unsafe.StringData(ck) != unsafe.StringData(k) || unsafe.StringData(cv) != unsafe.StringData(v) {
+			m[ck] = cv
+		}
+	}
+}
+
+// mapValues shares the keys of m, a map with string keys (of any named
+// type), and, if elem is set, what its values hold.
+func (w *walker) mapValues(m reflect.Value, elem *plan, depth int) {
+	if m.IsNil() || !w.visit(depth) {
+		return
+	}
+	t := m.Type()
+	stringKeys := t.Key().Kind() == reflect.String
+	it := m.MapRange()
+	for it.Next() {
+		k, v := it.Key(), it.Value()
+		if stringKeys {
+			k = sharedStringValue(k)
+		}
+		if elem != nil {
+			v = w.mapValue(v, elem, depth)
+		}
+		m.SetMapIndex(k, v)
+	}
+}
+
+// sharedStringValue is a new value of v's type (of kind string) holding
+// the canonical copy of v's string.
+func sharedStringValue(v reflect.Value) reflect.Value {
+	c := reflect.New(v.Type()).Elem()
+	c.SetString(shareString(v.String()))
+	return c
+}
+
+// mapValue is v, a map's value (not addressable), with what elem
+// describes in it shared: a pointer's target in place, anything else on
+// an addressable copy.
+func (w *walker) mapValue(v reflect.Value, elem *plan, depth int) reflect.Value {
+	switch v.Kind() {
+	case reflect.String:
+		return sharedStringValue(v)
+	case reflect.Pointer:
+		if !v.IsNil() {
+			w.walk(elem, v.UnsafePointer(), depth)
+		}
+		return v
+	}
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	w.walk(elem, c.Addr().UnsafePointer(), depth)
+	return c
+}
+
+// iface shares what v, a settable interface value, holds: a pointer's
+// target in place, JSON content in place, a string or number (in an
+// empty interface) by the canonical boxed value.
+func (w *walker) iface(v reflect.Value, depth int) {
+	if v.IsNil() {
+		return
+	}
+	e := v.Elem()
+	switch e.Kind() {
+	case reflect.Pointer:
+		if !e.IsNil() {
+			w.walk(planFor(e.Type().Elem()), e.UnsafePointer(), depth)
+		}
+		return
+	}
+	if v.NumMethod() != 0 {
+		return
+	}
+	if c := w.json(e.Interface(), depth); !sameObject(c, e.Interface()) {
+		v.Set(reflect.ValueOf(&c).Elem())
+	}
+}
+
+// unstructured shares an unstructured object's content, leaving out the
+// values of its own name, uid and resourceVersion (see ownField).
+func (w *walker) unstructured(obj map[string]interface{}) {
+	for k, v := range obj {
+		ck, cv := shareString(k), v
+		if md, ok := v.(map[string]interface{}); ok && k == "metadata" {
+			w.jsonFields(md, 1, ownMetadataField)
+		} else {
+			cv = w.json(v, 1)
+		}
+		if unsafe.StringData(ck) != unsafe.StringData(k) || !sameObject(cv, v) {
+			obj[ck] = cv
+		}
+	}
+}
+
+// jsonFields shares the keys of m, unstructured content, and the values
+// of those that skip (if set) does not name.
+func (w *walker) jsonFields(m map[string]interface{}, depth int, skip func(string) bool) {
+	if !w.visit(depth) {
+		return
+	}
+	for k, v := range m {
+		ck, cv := shareString(k), v
+		if skip == nil || !skip(k) {
+			cv = w.json(v, depth+1)
+		}
+		if unsafe.StringData(ck) != unsafe.StringData(k) || !sameObject(cv, v) {
+			m[ck] = cv
+		}
+	}
+}
+
+// json returns v, a value of unstructured content, shared: the canonical
+// boxed value for a non-empty string or a number (so the box is shared
+// too), v itself for maps and slices (shared in place) and the rest.
+func (w *walker) json(v interface{}, depth int) interface{} {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return v
+		}
+		return unique.Make(v).Value()
+	case int64, float64:
+		return unique.Make(v).Value()
+	case map[string]interface{}:
+		w.jsonFields(x, depth, nil)
+	case []interface{}:
+		if !w.visit(depth) {
+			return v
+		}
+		for i, e := range x {
+			if c := w.json(e, depth+1); !sameObject(c, e) {
+				x[i] = c
+			}
+		}
+	}
+	return v
+}

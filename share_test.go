@@ -1,0 +1,182 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// decodedPod is realisticPod i as a client decodes it: from JSON bytes,
+// every string its own allocation.
+func decodedPod(t testing.TB, i int) *corev1.Pod {
+	t.Helper()
+	b, err := json.Marshal(realisticPod(i, i+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(b, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decodedUnstructuredPod(t testing.TB, i int) *unstructured.Unstructured {
+	t.Helper()
+	b, err := json.Marshal(realisticPod(i, i+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(append([]byte(`{"apiVersion":"v1","kind":"Pod",`), b[1:]...)); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// Sharing changes no value: the object is deeply equal to what it was
+// and encodes to the same bytes.
+func TestShareKeepsEveryValue(t *testing.T) {
+	for _, obj := range []interface{}{decodedPod(t, 3), decodedPod(t, 4), decodedUnstructuredPod(t, 5)} {
+		before := deepCopyOf(t, obj)
+		wantJSON, _ := json.Marshal(before)
+		shareObject(obj)
+		if !reflect.DeepEqual(obj, before) {
+			t.Errorf("%T changed by sharing", obj)
+		}
+		if got, _ := json.Marshal(obj); !bytes.Equal(got, wantJSON) {
+			t.Errorf("%T encodes differently after sharing", obj)
+		}
+	}
+}
+
+func deepCopyOf(t *testing.T, obj interface{}) interface{} {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o.DeepCopy()
+	case *unstructured.Unstructured:
+		return o.DeepCopy()
+	}
+	t.Fatalf("no deep copy for %T", obj)
+	return nil
+}
+
+func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+// mapKey returns m's key equal to k, as stored.
+func mapKey[V any](m map[string]V, k string) string {
+	for key := range m {
+		if key == k {
+			return key
+		}
+	}
+	return ""
+}
+
+// Equal strings and byte slices of two typed Pods end up in one copy:
+// label keys and values, images, node names, managedFields' field sets,
+// resource names; each Pod's own name is not looked up at all.
+func TestShareSharesEqualValues(t *testing.T) {
+	// Pods 0 and 1 are in one ReplicaSet; 0 and podNodes on one node.
+	a, b, c := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, podNodes)
+	for _, p := range []*corev1.Pod{a, b, c} {
+		shareObject(p)
+	}
+	checks := map[string]bool{
+		"label value": sameString(a.Labels["app.kubernetes.io/name"], b.Labels["app.kubernetes.io/name"]),
+		"label key":   sameString(mapKey(a.Labels, "pod-template-hash"), mapKey(b.Labels, "pod-template-hash")),
+		"image":       sameString(a.Spec.Containers[0].Image, b.Spec.Containers[0].Image),
+		"node name":   sameString(a.Spec.NodeName, c.Spec.NodeName),
+		"owner name":  sameString(a.OwnerReferences[0].Name, b.OwnerReferences[0].Name),
+		"env value":   sameString(a.Spec.Containers[0].Env[0].Value, c.Spec.Containers[0].Env[0].Value),
+		"fieldsV1":    unsafe.SliceData(a.ManagedFields[0].FieldsV1.Raw) == unsafe.SliceData(b.ManagedFields[0].FieldsV1.Raw),
+		"resource name key": sameString(
+			string(resourceKey(a.Spec.Containers[0].Resources.Requests, "cpu")),
+			string(resourceKey(c.Spec.Containers[0].Resources.Requests, "cpu"))),
+	}
+	for what, shared := range checks {
+		if !shared {
+			t.Errorf("%s: not shared", what)
+		}
+	}
+	if sameString(a.Name, b.Name) || a.Name == b.Name {
+		t.Error("the Pods' names are one string")
+	}
+}
+
+func resourceKey(l corev1.ResourceList, name corev1.ResourceName) corev1.ResourceName {
+	for k := range l {
+		if k == name {
+			return k
+		}
+	}
+	return ""
+}
+
+// The same for unstructured Pods: strings, keys and numbers are shared
+// boxed values; the own name is left alone.
+func TestShareUnstructured(t *testing.T) {
+	a, b := decodedUnstructuredPod(t, 0), decodedUnstructuredPod(t, 1)
+	shareObject(a)
+	shareObject(b)
+	label := func(u *unstructured.Unstructured) interface{} {
+		return u.Object["metadata"].(map[string]interface{})["labels"].(map[string]interface{})["app.kubernetes.io/name"]
+	}
+	port := func(u *unstructured.Unstructured) interface{} {
+		c := u.Object["spec"].(map[string]interface{})["containers"].([]interface{})[0].(map[string]interface{})
+		return c["ports"].([]interface{})[0].(map[string]interface{})["containerPort"]
+	}
+	if !sameObject(label(a), label(b)) {
+		t.Error("label value: not one boxed string")
+	}
+	if !sameObject(port(a), port(b)) {
+		t.Error("container port: not one boxed number")
+	}
+	if !sameString(mapKey(a.Object, "spec"), mapKey(b.Object, "spec")) {
+		t.Error("top-level key: not shared")
+	}
+	if sameString(a.GetName(), b.GetName()) {
+		t.Error("own names shared")
+	}
+}
+
+// Plans follow types that refer to each other: a string reached only
+// through a pointer back to the type being planned is shared too.
+type cycA struct {
+	B *cycB
+	S string
+}
+
+type cycB struct{ A *cycA }
+
+func TestSharePlansRecursiveTypes(t *testing.T) {
+	deep := func() *cycB {
+		return &cycB{A: &cycA{B: &cycB{A: &cycA{S: strings.Repeat("v", 40)}}}}
+	}
+	b1, b2 := deep(), deep()
+	shareObject(b1)
+	shareObject(b2)
+	if !sameString(b1.A.B.A.S, b2.A.B.A.S) {
+		t.Error("a string reached through the cycle of types was not shared")
+	}
+}
+
+// A value that refers to itself, many times over, ends the walk.
+type selfRef struct {
+	Next *selfRef
+	L    []*selfRef
+	M    map[string]*selfRef
+	S    string
+}
+
+func TestShareStopsOnSelfReference(t *testing.T) {
+	l := &selfRef{S: "x"}
+	l.Next, l.L, l.M = l, []*selfRef{l, l}, map[string]*selfRef{"k": l}
+	shareObject(l)
+}
