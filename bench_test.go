@@ -39,7 +39,7 @@ func BenchmarkWatchEvents(b *testing.B) { benchWatchEvents(b, benchEvents) }
 
 // BenchmarkRunOverhead: what a run costs apart from its events: start, a
 // LIST of one object, a watch with one event, stop. Per run. Stack growth
-// of the Reflector's goroutines shows here (see README, Benchmarks).
+// of the Reflector's goroutines shows here (see docs/benchmarks.md).
 func BenchmarkRunOverhead(b *testing.B) { benchWatchEvents(b, 1) }
 
 // benchWatchEvents runs a Reflector over a LIST of one object and a watch

@@ -74,8 +74,8 @@ var (
 // that merely look alike.
 func sameType[A, B any]() bool { return reflect.TypeFor[A]() == reflect.TypeFor[B]() }
 
-// TestTypesAreClientGos is the run-time half of the audit: the README's
-// compatibility table, row by row. "same" rows must be client-go's own
+// TestTypesAreClientGos is the run-time half of the audit: the
+// compatibility table (README.md, docs/compatibility.md), row by row. "same" rows must be client-go's own
 // type; "own" rows are distinct on purpose, for the reason given.
 func TestTypesAreClientGos(t *testing.T) {
 	same := map[string]bool{

@@ -121,7 +121,7 @@ func syncScenarios() []informerScenario {
 			}},
 		// One object in the second WatchList: client-go hands a WatchList's
 		// objects to Replace in map order (ours: arrival order), a Reflector
-		// difference the README lists.
+		// difference docs/compatibility.md lists.
 		{name: "watchlist again after 410", watchList: true, handlers: two,
 			steps: func(d *informerDriver) {
 				d.send(ev(watch.Added, cm("a", "5")), ev(watch.Added, cm("b", "7")), ev(watch.Added, cm("c", "8")), bookmark("10", true))

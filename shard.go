@@ -214,8 +214,8 @@ func (s Shard) Equal(o Shard) bool { return s.key == o.key && slices.Equal(s.ran
 
 // Union returns the shard owning what s or o owns. Both must hash the same
 // key. During a reshard, giving each replica the union of its old and new
-// shard before its new one keeps every object owned (see "Scaling out" in
-// the README).
+// shard before its new one keeps every object owned (see
+// docs/sharding.md).
 func (s Shard) Union(o Shard) (Shard, error) {
 	switch {
 	case s.IsZero() || o.IsZero():

@@ -22,8 +22,8 @@
 // API, for real clients built from RESTConfig (client-go's clientsets and
 // informers); faults and counters apply there exactly as in process.
 //
-// See the package's README section "cachetest" for the exact semantics of
-// each resourceVersion form and how they follow kube-apiserver's.
+// See docs/cachetest.md in the module for the exact semantics of each
+// resourceVersion form and how they follow kube-apiserver's.
 package cachetest
 
 import (
