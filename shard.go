@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -152,15 +153,7 @@ func parseBound(s string, isEnd bool) (uint64, error) {
 
 // normalize sorts rs and merges overlapping and adjacent ranges.
 func normalize(rs []hashRange) []hashRange {
-	slices.SortFunc(rs, func(a, b hashRange) int {
-		switch {
-		case a.first < b.first:
-			return -1
-		case a.first > b.first:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(rs, func(a, b hashRange) int { return cmp.Compare(a.first, b.first) })
 	out := rs[:1]
 	for _, r := range rs[1:] {
 		top := &out[len(out)-1]
