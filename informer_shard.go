@@ -21,7 +21,7 @@ var _ Resharder = &sharedIndexInformer{}
 // ErrNotSharded. The zero Shard fails with ErrInvalidShard.
 func (s *sharedIndexInformer) SetShard(sh Shard) error {
 	if sh.IsZero() {
-		return (&Reflector{}).SetShard(sh)
+		return fmt.Errorf("%w: SetShard with the zero Shard", ErrInvalidShard)
 	}
 	err := s.beforeStart(func() {
 		var o ReflectorOptions
