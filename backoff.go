@@ -10,7 +10,7 @@ import (
 // Default backoff between ListAndWatch attempts: 0.8 s doubling to a 30 s
 // cap, each delay stretched by up to 100 % jitter, and back to 0.8 s after
 // two minutes without a failure or as soon as the server is reached again
-// (see Reflector.reachedServer).
+// (see liveness.reached).
 const (
 	defaultBackoffInit   = 800 * time.Millisecond
 	defaultBackoffMax    = 30 * time.Second
@@ -87,4 +87,12 @@ func (b *backoff) reset() {
 	if b.grown {
 		b.current, b.grown = b.initial, false
 	}
+}
+
+// delay is the wait before the next attempt after a failure whose server
+// asked for retryAfter (zero if it did not): the next backoff delay, or
+// retryAfter if that is longer. It is the one delay formula; every wait
+// after a failure (a cycle, a watch, a WatchList, a LIST page) uses it.
+func (b *backoff) delay(now time.Time, random float64, retryAfter time.Duration) time.Duration {
+	return max(b.next(now, random), retryAfter)
 }

@@ -22,11 +22,10 @@ func classify(w where, err error, f facts) outcome {
 		return pageOutcome(err)
 	case atListReplace, atWatchListReplace:
 		return replaceOutcome(w)
+	case atQuietCheck:
+		return quietOutcome()
 	}
 	o := outcome{end: watchEndCause(err), reached: isRVUnavailable(err), streak: streakReset}
-	if staleRVFailure(err) {
-		o.streak = streakCount
-	}
 	o.relist = relistCause(o.end)
 	o.retryAfter = retryAfter(err)
 	o.silent = w == atWatchStream && silentDeath(err)
@@ -87,7 +86,7 @@ func pageOutcome(err error) outcome {
 func replaceOutcome(w where) outcome {
 	o := outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}
 	if w == atWatchListReplace {
-		o.next = stepListInstead
+		o.next, o.log = stepListInstead, logReplaceToList
 	}
 	return o
 }
@@ -97,22 +96,42 @@ func replaceOutcome(w where) outcome {
 func resyncOutcome(o outcome) outcome {
 	// A store failure says nothing about the resourceVersion.
 	o.next, o.streak = stepRelist, streakKeep
-	o.health, o.reason = healthLoss, ReasonWatchFailing
+	o.health, o.reason, o.log = healthLoss, ReasonWatchFailing, logWatchEnded
 	return o
+}
+
+// quietOutcome: a quiet watch's connection did not answer a check. It
+// died without a word, like one the HTTP/2 health check gives up on: the
+// loss began at the watch's last sign of life. The watch stays open.
+func quietOutcome() outcome {
+	return outcome{next: stepWatchOn, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, silent: true, log: logQuietCheck}
+}
+
+// quietCheckAnswered: the server answered a quiet check, if only with an
+// error status: the connection works.
+func quietCheckAnswered(err error) bool {
+	var status apierrors.APIStatus
+	return err == nil || errors.As(err, &status)
 }
 
 // openOutcome completes o for a WATCH request that failed: throttling and
 // refused connections back off and try again; anything else relists.
 func openOutcome(o outcome, err error) outcome {
 	if isWatchOpenRetriable(err) {
-		o.next, o.streak = stepBackoffRewatch, streakKeep
+		o.next, o.streak, o.log = stepBackoffRewatch, streakKeep, logWatchBackoff
 		return failing(o, err, ReasonThrottled)
 	}
-	o.next = stepRelist
+	o.next, o.log = stepRelist, logWatchNotOpened
+	if isRVUnavailable(err) {
+		o.streak = streakCount
+	}
 	return failing(o, err, ReasonWatchFailing)
 }
 
-// streamOutcome completes o for an open watch that ended with err.
+// streamOutcome completes o for an open watch that ended with err. A
+// watch that ended on an unusable resourceVersion, or closed at once (as
+// when the server keeps telling the client its RV is too old), counts
+// toward the stale-RV streak.
 func streamOutcome(o outcome, err error, f facts) outcome {
 	var short *VeryShortWatchError
 	switch {
@@ -122,29 +141,30 @@ func streamOutcome(o outcome, err error, f facts) outcome {
 			o.health, o.reason = healthLoss, ReasonWatchFailing
 		}
 		return o
-	case errors.Is(err, errStoreResync):
-		return resyncOutcome(o)
 	case errors.Is(err, ErrWatchStalled):
 		// Silent for the stall window: the loss is already that old.
-		o.next, o.health, o.reason = stepRewatch, healthNow, ReasonStalled
+		o.next, o.health, o.reason, o.log = stepRewatch, healthNow, ReasonStalled, logWatchStalled
 		return o
 	case isRVUnavailable(err), errors.As(err, &short):
 		// The watch is lost until the relist completes: a relist that
 		// blocks is reported after the grace period.
-		o.next = stepRelist
+		o.next, o.streak, o.log = stepRelist, streakCount, logWatchEnded
+		if o.end == WatchExpired {
+			o.log = logWatchExpired
+		}
 	case apierrors.IsTooManyRequests(err):
-		o.next = stepBackoffRewatch
+		o.next, o.log = stepBackoffRewatch, logWatchThrottled
 	case apierrors.IsInternalError(err) && f.internalRetry:
 		// client-go re-watches at once; with the Reflector's own backoff
 		// and clock, a watch that failed before it delivered anything
 		// waits first, so a server that fails every watch is not asked
 		// again in a tight loop.
-		o.next = stepRewatch
+		o.next, o.log = stepRewatch, logWatchRetry500
 		if !f.delivered && f.pace {
-			o.next = stepBackoffRewatch
+			o.next, o.log = stepBackoffRewatch, logWatchEnded
 		}
 	default:
-		o.next = stepRelist
+		o.next, o.log = stepRelist, logWatchEnded
 	}
 	return failing(o, err, ReasonWatchFailing)
 }
@@ -159,22 +179,30 @@ func watchListOutcome(o outcome, w where, err error, f facts) outcome {
 	o.streak, o.relist = streakKeep, ListRetry
 	switch {
 	case err == nil && f.gaveUp:
-		o.next, o.relist = stepListInstead, ListWatchListFallback
+		o.next, o.relist, o.log = stepListInstead, ListWatchListFallback, logWatchListGaveUp
 		o.health, o.reason = healthLoss, ReasonListFailing
 	case err == nil:
-		o.next, o.health, o.reason = stepBackoffRewatch, healthLoss, ReasonListFailing
+		o.next, o.health, o.reason, o.log = stepBackoffRewatch, healthLoss, ReasonListFailing, logWatchListRetry
 	case isWatchOpenRetriable(err):
-		o.next = stepBackoffRewatch
+		o.next, o.log = stepBackoffRewatch, logWatchListRetry
 		o = failing(o, err, ReasonThrottled)
 	case isRVUnavailable(err):
 		o.next, o.relist, o.forgetRV = stepRewatch, relistCause(o.end), true
 	default:
-		o.next, o.relist = stepListInstead, ListWatchListFallback
+		o.next, o.relist, o.log = stepListInstead, ListWatchListFallback, logWatchListToList
+		o.refusedWatchList = definitiveWatchListRefusal(err)
 		if w == atWatchListStream {
 			o = failing(o, err, ReasonListFailing)
 		}
 	}
 	return o
+}
+
+// definitiveWatchListRefusal: the server answered a WatchList request in a
+// way that will not change on a retry (it does not know the parameters).
+func definitiveWatchListRefusal(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err) ||
+		apierrors.IsNotAcceptable(err) || apierrors.ReasonForError(err) == "NotImplemented"
 }
 
 // retryAfter is the delay a 429 err asks for with Retry-After; zero for

@@ -2,12 +2,8 @@ package cache
 
 import (
 	"context"
-	"math"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 )
 
@@ -39,23 +35,13 @@ const (
 type cycle struct {
 	r      *Reflector
 	logger klog.Logger
-	// w is the open watch, if any; stream consumes it.
-	w watch.Interface
-	// wStart is when w was requested (for the very-short-watch rule), or,
-	// for a WatchList's watch, when its initial events were Replaced.
-	wStart time.Time
-	// wMode is the mode w's stream starts in: modeSynthetic if w started at
-	// RV "" or "0" (it opens with synthetic ADDED events), else modeLive.
-	wMode streamMode
+	// watch is the cycle's watch: requested, open, or (watch.w nil) none.
+	watch watching
 	// incomplete counts this cycle's WatchLists that the server closed
 	// before their initial-events-end bookmark.
 	incomplete uint8
-	// wTimeout is the timeout, in seconds, w was requested with: the server
-	// should end w that long after wStart (0: no timeout). The small fields
-	// are kept together so that a cycle stays in its allocation size class.
-	wTimeout int32
-	internal retryWindow
-	resync   *resyncTimer
+	internal   retryWindow
+	resync     *resyncTimer
 	// shard is what a sharded Reflector's requests select and its
 	// responses are checked against in this cycle; nil when unsharded.
 	shard *shardSpec
@@ -113,16 +99,9 @@ func (c *cycle) step(ctx context.Context, p phase) phase {
 }
 
 func (c *cycle) close() {
-	c.stopWatch()
+	c.watch.stop()
 	c.resync.stop()
 	c.r.live.cycleEnded(realClock.Now())
-}
-
-func (c *cycle) stopWatch() {
-	if c.w != nil {
-		c.w.Stop()
-		c.w = nil
-	}
 }
 
 // synced is called once the store holds the server's state at rv, from a
@@ -143,124 +122,14 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	if r.in != nil {
 		r.in.filled = true
 	}
-	// The backoff is not reset here: a relist whose watch then fails at
-	// once is a failure repeated, and must keep backing off.
-	r.syncCompleted()
+	r.live.synced(realClock.Now())
 }
 
-// watchTimeout draws a watch timeout from [min, 2*min), in whole seconds.
-func (r *Reflector) watchTimeout() *int64 {
-	min := r.minWatchTimeout.Seconds()
-	s := int64(min + r.rand.Float64()*min)
-	return &s
-}
-
-// openWatch runs phaseWatch.
-func (c *cycle) openWatch(ctx context.Context) phase {
-	opts := metav1.ListOptions{
-		ResourceVersion:     c.r.pos.watchRV(),
-		TimeoutSeconds:      c.r.watchTimeout(),
-		AllowWatchBookmarks: true,
-		ShardSelector:       c.selector(),
-	}
-	c.wMode = modeLive
-	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
-		c.wMode = modeSynthetic
-	}
-	c.requested(opts)
-	c.r.live.calling(c.wStart)
-	w, err, ok := c.startWatch(ctx, opts)
-	switch {
-	case !ok:
-		return phaseDone
-	case err == nil:
-		c.w = w
-		c.r.stats.watchOpened()
-		c.r.live.opened(realClock.Now())
-		return phaseStream
-	}
-	o := classify(atWatchOpen, err, facts{})
-	c.apply(o, opts.ResourceVersion, err)
-	if o.next == stepBackoffRewatch {
-		c.logger.V(4).Info("Watch failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		return c.backoffThen(ctx, phaseWatch, c.r.backoffFor(o))
-	}
-	// Returned as the ListerWatcher gave it, as client-go does, so a
-	// handler may compare it (err == io.EOF) or type-assert it; the
-	// context goes to the log.
-	c.logger.V(4).Info("Watch could not be opened", "reflector", c.r.name, "type", c.r.typeDescription, "resourceVersion", opts.ResourceVersion, "err", err)
-	c.err = err
-	return phaseDone
-}
-
-// requested notes that a watch with opts is being requested now.
-func (c *cycle) requested(opts metav1.ListOptions) {
-	c.wStart = c.r.clock.Now()
-	c.wTimeout = 0
-	if t := opts.TimeoutSeconds; t != nil && *t > 0 && *t <= math.MaxInt32 {
-		c.wTimeout = int32(*t)
-	}
-}
-
-// startWatch opens a watch in its own goroutine, running due resyncs while
-// it waits. ok is false when ctx ended (or a resync failed) first.
-func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
-	call := startCall(func() (watch.Interface, error) {
-		return c.r.lw.WatchWithContext(ctx, opts)
-	}, func(w watch.Interface) { w.Stop() })
-	for {
-		select {
-		case <-ctx.Done():
-			call.giveUp()
-			return nil, nil, false
-		case <-c.r.live.C():
-			c.r.graceEnded()
-		case <-c.resync.C():
-			if !c.resyncNow() {
-				call.giveUp()
-				return nil, nil, false
-			}
-		case o := <-call.done:
-			w, err := o.result()
-			return w, err, true
-		}
-	}
-}
-
-// flowing is told that a watch delivered a burst of events: the server is
-// reached, and a loss of touch ends.
-func (c *cycle) flowing() {
-	c.r.live.lastSign = realClock.Now()
-	c.r.reachedServer()
-	c.r.inTouch()
-}
-
-// The rest of streamOwner: what a stream of the cycle's learns or waits on.
-func (c *cycle) sawBookmark()              { c.r.server.sawBookmark() }
-func (c *cycle) resyncC() <-chan time.Time { return c.resync.C() }
-func (c *cycle) resyncStore() error        { return c.resync.fire(c.r.store, c.r.ShouldResync) }
-func (c *cycle) liveC() <-chan time.Time   { return c.r.live.C() }
-func (c *cycle) graceEnded()               { c.r.graceEnded() }
-func (c *cycle) log() klog.Logger          { return c.logger }
-func (c *cycle) tooSoon(events int) bool {
-	return events == 0 && c.r.clock.Since(c.wStart) < time.Second
-}
-
-// published publishes what a burst of events changed: the resume position
-// and the stats.
-func (c *cycle) published(b *eventBatch) {
-	r := c.r
-	r.pos.publish()
-	if *b != (eventBatch{}) {
-		r.stats.flush(b, r.pos.last, r.clock.Now())
-	}
-}
-
-// resyncNow runs a due resync; false ends the cycle after a store error.
+// resyncNow runs a due resync. A store error is carried out here, the one
+// place a failed resync is (classify's atResync), and ends the cycle: false.
 func (c *cycle) resyncNow() bool {
 	c.logger.V(4).Info("Forcing resync", "reflector", c.r.name)
 	if err := c.resync.fire(c.r.store, c.r.ShouldResync); err != nil {
-		c.logger.Info("Warning: watch ended with error", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
 		c.apply(classify(atResync, err, facts{}), c.r.pos.watchRV(), err)
 		return false
 	}
@@ -279,82 +148,8 @@ func (c *cycle) backoffThen(ctx context.Context, next phase, delay time.Duration
 	}
 	t := c.r.clock.NewTimer(delay)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return phaseDone
-		case <-c.r.live.C():
-			c.r.graceEnded()
-		case <-c.resync.C():
-			if !c.resyncNow() {
-				return phaseDone
-			}
-		case <-t.C():
-			return next
-		}
-	}
-}
-
-// stream runs phaseStream, then carries out what the way the watch ended
-// means (see classify) and follows its next step.
-func (c *cycle) stream(ctx context.Context) phase {
-	s := c.streamerFor(c.w, c.wMode)
-	startRV := c.r.pos.watchRV()
-	_, err := s.run(ctx)
-	c.stopWatch()
-	if err == errStopRequested {
-		// Not a watch failure: nothing to count, classify or learn from.
+	if _, _, why := await(ctx, &c.r.live, c, never, t.C()); why != 0 {
 		return phaseDone
 	}
-	o := classify(atWatchStream, err, c.streamFacts(err, s.events))
-	c.apply(o, startRV, err)
-	c.logWatchEnd(o, err)
-	switch o.next {
-	case stepRewatch:
-		return phaseWatch
-	case stepBackoffRewatch:
-		return c.backoffThen(ctx, phaseWatch, c.r.backoffFor(o))
-	}
-	return phaseDone
-}
-
-// streamFacts gathers what classify needs to know about the cycle's
-// watch, which delivered events events and ended with err. A watch the
-// server closed after it had been open the grace period showed that it
-// worked, which ends a loss of touch before the end is classified (one
-// that delivered something ended it when the data flowed).
-func (c *cycle) streamFacts(err error, events int) facts {
-	now := c.r.clock.Now()
-	c.internal.observe(err, now)
-	lived := c.r.live.openFor(realClock.Now())
-	if err == nil && lived >= c.r.live.grace {
-		// Closed by the server after the grace period: it worked (this
-		// ends even a stall, which has no probation).
-		c.r.inTouch()
-	}
-	return facts{
-		internalRetry: apierrors.IsInternalError(err) && c.internal.allows(now),
-		delivered:     events > 0,
-		pace:          c.r.paceInternalErrors,
-		empty:         err == nil && events == 0 && lived < c.r.live.grace,
-	}
-}
-
-// logWatchEnd logs how the cycle's watch ended.
-func (c *cycle) logWatchEnd(o outcome, err error) {
-	r := c.r
-	switch {
-	case err == nil:
-		// The streamer logged the close.
-	case o.end == WatchExpired:
-		c.logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
-	case o.end == WatchThrottled:
-		c.logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
-	case o.end == WatchStalled:
-		c.logger.Info("Watch stalled, re-watching", "reflector", r.name, "type", r.typeDescription, "window", r.stallWindow)
-	case o.end == WatchInternalError && o.next == stepRewatch:
-		c.logger.V(2).Info("Retrying watch after internal error", "reflector", r.name, "type", r.typeDescription, "err", err)
-	default:
-		c.logger.Info("Warning: watch ended with error", "reflector", r.name, "type", r.typeDescription, "err", err)
-	}
+	return next
 }

@@ -113,3 +113,7 @@ var errStoreResync = errors.New("store resync failed")
 
 // errStopRequested marks the end of a cycle because the context ended.
 var errStopRequested = errors.New("stop requested")
+
+// errCycleEnded marks the end of a cycle whose failure was carried out
+// where it happened (a store Resync that failed, see cycle.resyncNow).
+var errCycleEnded = errors.New("cycle ended")

@@ -99,6 +99,10 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     check fails: HTTP2_READ_IDLE_TIMEOUT_SECONDS (30 s) of silence, then
 //     an unanswered ping for HTTP2_PING_TIMEOUT_SECONDS (15 s), read from
 //     the environment by client-go's transport when a client is built.
+//     ReflectorOptions.QuietCheckAfter offers an active check instead: a
+//     watch silent that long has its connection checked with a LIST of
+//     one object through the ListerWatcher, and a check unanswered within
+//     QuietCheckTimeout is such a death (ErrQuietCheckFailed).
 //   - Reported at once, because waiting cannot mend them or they have
 //     already lasted long: Forbidden (401/403) and NotFound (404) answers,
 //     a stall, and a stale-RV loop.
@@ -119,7 +123,8 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     period, and a long initial sync stay Synced or Syncing.
 //
 // classify (classify.go) decides which failures do what; cycle_test.go
-// lists them.
+// lists them. liveness (liveness.go) owns the loss and its reports;
+// liveness_transitions_test.go lists its transitions.
 type Health struct {
 	State HealthState
 	// Reason is set when State is Degraded.

@@ -67,21 +67,16 @@ func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause L
 		opts: metav1.ListOptions{ResourceVersion: rv, ShardSelector: c.selector()},
 	}
 	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
-	for {
-		select {
-		case <-ctx.Done():
-			call.giveUp()
-			return listed{}, nil, false
-		case <-c.r.live.C():
-			c.r.graceEnded()
-		case o := <-call.done:
-			res, err := o.result()
-			c.r.stats.listed(cause, res.pageRetries)
-			c.r.stats.shardDropped(res.shardDropped)
-			c.r.stats.reused(res.reused)
-			return res, err, true
-		}
+	o, _, why := await(ctx, &c.r.live, c, call.done)
+	if why != wakeValue {
+		call.giveUp()
+		return listed{}, nil, false
 	}
+	res, err := o.result()
+	c.r.stats.listed(cause, res.pageRetries)
+	c.r.stats.shardDropped(res.shardDropped)
+	c.r.stats.reused(res.reused)
+	return res, err, true
 }
 
 // pageSizeFor is the LIST page size for a list at rv: the user's choice,

@@ -32,306 +32,327 @@ var errWatchListIncomplete = errors.New("WatchList closed before its initial-eve
 // client retries TLS handshakes to a server that is gone).
 var errWatchOpenBlocked = errors.New("the request to open a watch has not returned within the health grace period")
 
-// liveness tracks a loss of touch with the server: the Reflector lost its
-// watch (it failed, ended with an error, or closed with nothing in it soon
-// after opening) and no watch has shown since that it works. It reports the loss as Degraded health once it has lasted the grace period.
-// While a watch is open no such report is made; instead a watch that stays
-// open the grace period ends the loss (it works: a quiet resource sends
-// nothing), unless the loss is a stall, which is just such a watch. A
-// watch that ends sooner without having shown that it works adds the time
-// it was open to the loss, so watches that keep opening and closing empty
-// are reported once the grace period has passed. A request to open a
-// watch that is still in flight a grace period after it began is a loss
-// too. A completed sync suspends the loss rather than ending it (see
-// synced). The loop goroutine owns it.
-//
-// Its times and its timer are on the real clock (see realClock), not the
-// Reflector's.
+// touch is where a Reflector stands with the server.
+type touch uint8
+
+const (
+	// inTouch: no loss; health follows the syncs.
+	inTouch touch = iota
+	// inCall: in touch, with a request to open a watch in flight since
+	// since. Should it still be in flight a grace period later, that is a
+	// loss (errWatchOpenBlocked), already reported; if the watch opens or
+	// the cycle ends first, nothing happened.
+	inCall
+	// lost: touch is lost since since (a watch failed, ended with nothing
+	// in it, or its relist failed) and no watch has shown since that it
+	// works. Reported as Degraded once it has lasted the grace period.
+	lost
+	// suspended: a sync completed during the loss. The store is current,
+	// so health says so, but the loss is not over: it ends when a watch
+	// shows it works; should that watch fail and the Reflector relist,
+	// the loss is a loop (see liveness.loop) that goes on from since.
+	suspended
+)
+
+func (t touch) String() string {
+	return [...]string{"inTouch", "inCall", "lost", "suspended"}[t]
+}
+
+// timerUse is what the liveness timer is armed for.
+type timerUse uint8
+
+const (
+	timerOff timerUse = iota
+	// timerDue: the loss has lasted the grace period when it fires.
+	timerDue
+	// timerProbation: the open watch has passed its probation (it stayed
+	// open the grace period) when it fires.
+	timerProbation
+)
+
+// liveness owns what the Reflector knows of its touch with the server, and
+// the two things that follow from it: health's Degraded reports, and the
+// reset of the backoff when the server serves the Reflector again. Every
+// change goes through one of its event methods (calling, opened, flowing,
+// worked, failed, closed, synced, fired, cycleEnded, reached);
+// TestLivenessTransitions lists what each does in each state. The loop
+// goroutine owns it; its times and timer are on the real clock (see
+// realClock), not the Reflector's.
 type liveness struct {
-	grace time.Duration
-	// since is when the loss began; zero while in touch.
+	grace   time.Duration
+	health  *health
+	backoff *backoff
+	state   touch
+	// since is when the call (inCall) or the loss began; zero in touch.
 	since time.Time
 	// reason and err describe the loss's latest failure.
 	reason DegradedReason
 	err    error
-	// reported: the loss has been reported as Degraded health.
+	// reported: the loss has been reported as Degraded health (lost, or
+	// suspended in a loop).
 	reported bool
-	// tentative: the loss is only a watch request in flight, forgotten if
-	// the watch opens before the loss is reported.
-	tentative bool
-	// suspended: a sync completed during the loss; the store is current,
-	// and the loss ends once a watch shows it works, but goes on from
-	// since if the watch fails first.
-	suspended bool
-	// looping: a watch failed after a sync that had suspended the loss,
-	// before it showed that it works: the Reflector is in a loop of
-	// relists, which no further sync ends.
-	looping bool
-	// watchOpen: a watch is open since openedAt; timer, if set, ends its
-	// probation.
-	watchOpen bool
-	// armed: timer is running. One timer serves the Reflector's life,
-	// re-armed each time (a watch request arms it), so it is made once.
-	armed    bool
-	openedAt time.Time
-	timer    clock.Timer
-	// lastSign is the open watch's last sign of life: when it opened, or
-	// its last event or bookmark.
-	lastSign time.Time
+	// loop: a watch failed after a sync that suspended the loss, before it
+	// showed that it works, and the Reflector relisted: a loop of relists,
+	// which no further sync ends and in which the backoff keeps growing.
+	loop bool
+	// use is what timer is armed for. One timer serves the Reflector's
+	// life, re-armed each time (a watch request arms it), so it is made
+	// once.
+	use   timerUse
+	timer clock.Timer
 }
 
-// inLoss says whether touch with the server is lost.
-func (l *liveness) inLoss() bool { return !l.since.IsZero() }
+// failure is a failure as liveness needs to know it.
+type failure struct {
+	reason DegradedReason
+	err    error
+	// began is when the loss began: now, or for a connection that died
+	// silently, the last sign of life of its watch.
+	began time.Time
+	// relist: the failure makes the Reflector sync again.
+	relist bool
+	// now: report it at once, whatever the grace period (a refusal
+	// waiting cannot mend, or a loss known to be long already).
+	now bool
+}
 
-// C fires when the loss has lasted the grace period, or when an open
-// watch has passed its probation; nil when nothing is due.
+// C fires when the loss has lasted the grace period, or the open watch
+// has passed its probation; nil when nothing is due. Whoever waits on the
+// loop goroutine selects on it and calls fired.
 func (l *liveness) C() <-chan time.Time {
-	if !l.armed {
+	if l.use == timerOff {
 		return nil
 	}
 	return l.timer.C()
 }
 
-// lose records a failure at now; relist says the failure makes the
-// Reflector sync again. It returns true when the loss is to be reported at
-// once: it had already been reported (the reason is refreshed), or it has
-// lasted the grace period. After a sync that suspended the loss, a failure
-// that leads to another sync makes it a loop (it goes on from when it
-// began); any other failure begins a new loss.
-//
-// began is when the loss began: now, or for a connection that died
-// silently, the last sign of life of its watch.
-func (l *liveness) lose(reason DegradedReason, err error, began, now time.Time, relist bool) bool {
-	if l.suspended && relist {
-		l.looping = true
-	} else if l.suspended && !l.reported {
-		l.since, l.looping = time.Time{}, false
-	}
-	if l.since.IsZero() {
-		l.since = began
-	}
-	l.reason, l.err, l.tentative, l.suspended = reason, err, false, false
-	return l.closed(now) || l.reported
-}
+// inLoss says whether touch with the server is lost (or a sync suspended
+// the loss).
+func (l *liveness) inLoss() bool { return l.state == lost || l.state == suspended }
 
-// inLoop says whether the loss is a loop of syncs whose watches fail.
-func (l *liveness) inLoop() bool { return l.looping }
-
-// synced is told that a sync completed during the loss. The loss is
-// suspended, not ended: a relist does not show that watches work. It ends
-// when a watch that follows shows it works (data, or open the grace
-// period); if that watch fails first, the loss goes on from when it began
-// (looping), so that a Reflector whose every watch fails right after its
-// relist is reported like one whose relists fail. A report is due if no
-// watch is open a grace period after the sync. It returns false when
-// health must stay Degraded: the loss is a loop already reported. Else the
-// sync clears the report, and health may say Synced.
-func (l *liveness) synced() bool {
-	if l.since.IsZero() {
-		return true
-	}
-	l.suspended, l.tentative = true, false
-	l.stopTimer()
-	if l.grace > 0 {
-		l.arm(l.grace)
-	}
-	if l.looping && l.reported {
-		return false
-	}
-	// Until a watch fails, what could still be reported is a watch request
-	// that does not return.
-	l.reported, l.reason, l.err = false, ReasonWatchFailing, errWatchOpenBlocked
-	return true
-}
-
-// calling is told that a request to open a watch starts at now. If touch
-// is not lost, a tentative loss begins, reported if the request is still
-// in flight a grace period later (with no grace period, a request in
-// flight is not taken for a loss).
+// calling is told that a request to open a watch starts at now. In touch,
+// the call is watched: should it be in flight a grace period later, that
+// is reported (with no grace period, a call in flight is not a loss).
 func (l *liveness) calling(now time.Time) {
-	if !l.since.IsZero() || l.grace <= 0 {
+	if l.state != inTouch || l.grace <= 0 {
 		return
 	}
-	l.since, l.reason, l.err, l.tentative = now, ReasonWatchFailing, errWatchOpenBlocked, true
-	l.arm(l.grace)
+	l.state, l.since = inCall, now
+	l.reason, l.err = ReasonWatchFailing, errWatchOpenBlocked
+	l.arm(timerDue, l.grace)
 }
 
-// opened is told that a watch opened at now: no report is made while it
-// is open, and a tentative loss not yet reported is forgotten. Its
-// probation begins: should it stay open the grace period, the loss ends
-// (at once with no grace period). After a stall, which is a watch open and
-// silent, there is no probation.
-func (l *liveness) opened(now time.Time) {
-	l.watchOpen, l.openedAt, l.lastSign = true, now, now
+// opened is told that a watch opened. A call being watched is forgotten;
+// during a loss the watch's probation begins (should it stay open the
+// grace period, the loss ends; with no grace period, at once), except
+// after a stall, which is just such a watch.
+func (l *liveness) opened() {
 	switch {
-	case l.tentative && !l.reported:
-		l.regain()
+	case l.state == inCall:
+		l.regain(time.Time{})
 	case l.inLoss() && l.reason != ReasonStalled:
-		l.arm(max(l.grace, 0))
+		l.arm(timerProbation, max(l.grace, 0))
 	default:
 		l.stopTimer()
 	}
 }
 
-// openFor is how long the open watch has been open at now.
-func (l *liveness) openFor(now time.Time) time.Duration { return now.Sub(l.openedAt) }
-
-// cycleEnded is told that a cycle ended at now, its watch, if any, gone
-// with it (the context ended, or the cycle relists). A tentative loss not
-// yet reported is forgotten with the request it was waiting on; a loss
-// not yet reported is due a grace period after it began.
-func (l *liveness) cycleEnded(now time.Time) {
-	l.watchOpen = false
-	switch {
-	case l.tentative && !l.reported:
-		l.regain()
-	case l.inLoss() && !l.reported && !l.suspended:
-		l.arm(max(l.grace-now.Sub(l.since), 0))
-	case !l.suspended:
-		l.stopTimer()
+// flowing is told that a watch delivered data at now: the server serves
+// the Reflector (the backoff starts over) and a loss ends. Cheap when
+// nothing was lost: it runs for every burst of events.
+func (l *liveness) flowing(now time.Time) {
+	l.backoff.reset()
+	if l.state != inTouch {
+		l.regain(now)
 	}
 }
 
-// closed is told that the open watch, if any, ended at now without
-// showing that it works. It returns true when the loss has now lasted the
-// grace period and is to be reported.
-func (l *liveness) closed(now time.Time) bool {
-	l.watchOpen = false
-	if l.since.IsZero() || l.reported {
+// worked is told that the server closed a watch that had been open the
+// grace period: it worked, which ends a loss (even a stall).
+func (l *liveness) worked(now time.Time) {
+	if l.state != inTouch {
+		l.regain(now)
+	}
+}
+
+// failed is told that f happened at now, leaving the Reflector without a
+// working watch. It begins a loss, or goes on with one (its reason
+// refreshed), and reports it when due: at once for f.now, when it has
+// lasted the grace period, or when it was reported already. After a sync
+// that suspended the loss, a failure that relists makes it a loop, which
+// goes on from when it began; any other failure, unless the loop was
+// reported, begins a new loss.
+func (l *liveness) failed(f failure, now time.Time) {
+	l.watchGone()
+	switch {
+	case l.state == inTouch:
+		l.since = f.began
+	case l.state == suspended && f.relist:
+		l.loop = true
+	case l.state == suspended && !l.reported:
+		l.since, l.loop = f.began, false
+	}
+	l.state, l.reason, l.err = lost, f.reason, f.err
+	if f.now {
+		l.report(now)
+		return
+	}
+	if !l.dueCheck(now) && l.reported {
+		l.degrade(now)
+	}
+}
+
+// closed is told that a watch ended, or a call failed, in a way that
+// shows nothing wrong (the server closed the watch) but does not end a
+// loss either: a loss in progress is reported if it is now due.
+func (l *liveness) closed(now time.Time) {
+	l.watchGone()
+	if l.inLoss() {
+		l.dueCheck(now)
+	}
+}
+
+// dueCheck reports the loss if it has lasted the grace period at now, and
+// otherwise arms the timer for when it will have; true if it reported.
+func (l *liveness) dueCheck(now time.Time) bool {
+	if l.reported {
 		return false
 	}
 	left := l.grace - now.Sub(l.since)
 	if left <= 0 {
-		l.report()
+		l.report(now)
 		return true
 	}
-	l.arm(left)
+	l.arm(timerDue, left)
 	return false
 }
 
-// report marks the loss as reported; the caller sets the health.
-func (l *liveness) report() {
+// synced is told that a sync completed at now: the store is current.
+// Health says Synced, except in a loop already reported, which stays
+// Degraded until a watch shows it works. During a loss the sync suspends
+// it rather than ending it (a relist does not show that watches work):
+// a report is due again should no watch open within the grace period
+// after the sync. Unless in a loop, the server serves the Reflector again
+// and the backoff starts over.
+func (l *liveness) synced(now time.Time) {
+	l.reached()
+	if l.state == inTouch {
+		l.health.healthy(now)
+		return
+	}
+	l.state = suspended
+	l.stopTimer()
+	if l.grace > 0 {
+		l.arm(timerDue, l.grace)
+	}
+	if l.loop && l.reported {
+		l.health.markSynced(now)
+		return
+	}
+	// Until a watch fails, what could still be reported is a watch
+	// request that does not return.
+	l.reported, l.reason, l.err = false, ReasonWatchFailing, errWatchOpenBlocked
+	l.health.healthy(now)
+}
+
+// fired is told that the timer fired at now: the open watch passed its
+// probation (it works: the loss ends and the backoff starts over), or the
+// loss (or the call) has lasted the grace period and is reported.
+func (l *liveness) fired(now time.Time) {
+	use := l.use
+	l.use = timerOff
+	if use == timerProbation {
+		l.backoff.reset()
+		l.regain(now)
+		return
+	}
+	if l.state == inCall {
+		l.state = lost
+	}
+	l.report(now)
+}
+
+// cycleEnded is told that a cycle ended at now, its watch, if any, gone
+// with it. A call being watched is forgotten with it; a loss not yet
+// reported is due a grace period after it began; a suspended loss keeps
+// its timer.
+func (l *liveness) cycleEnded(now time.Time) {
+	l.watchGone()
+	switch {
+	case l.state == inCall:
+		l.regain(time.Time{})
+	case l.state == lost && !l.reported:
+		l.arm(timerDue, max(l.grace-now.Sub(l.since), 0))
+	case l.state != suspended:
+		l.stopTimer()
+	}
+}
+
+// reached is told that the server answered in a way that shows it serves
+// the Reflector: the backoff starts over, except in a loop of relists
+// whose watches fail, which keeps backing off.
+func (l *liveness) reached() {
+	if !l.loop {
+		l.backoff.reset()
+	}
+}
+
+// watchGone is told that the open watch, if any, is gone: its probation
+// cannot be passed any more, and when its timer fires the loss is due.
+func (l *liveness) watchGone() {
+	if l.use == timerProbation {
+		l.use = timerDue
+	}
+}
+
+// report marks the loss reported at now and says so in health.
+func (l *liveness) report(now time.Time) {
 	l.stopTimer()
 	l.reported = true
+	l.degrade(now)
 }
 
-// regain ends the loss: data flowed, or a watch passed its probation. It
-// returns true when the loss had been reported, so that health must change
-// back.
-func (l *liveness) regain() bool {
-	if l.since.IsZero() {
-		return false
-	}
+func (l *liveness) degrade(now time.Time) {
+	l.health.set(Degraded, l.reason, l.err, now)
+}
+
+// regain ends the loss (or the call). If it had been reported, health
+// returns to Synced at now (Syncing before the first sync).
+func (l *liveness) regain(now time.Time) {
 	reported := l.reported
 	l.stopTimer()
-	l.since, l.reason, l.err = time.Time{}, ReasonNone, nil
-	l.reported, l.tentative, l.suspended, l.looping = false, false, false, false
-	return reported
+	*l = liveness{grace: l.grace, health: l.health, backoff: l.backoff, timer: l.timer}
+	if reported {
+		state := Syncing
+		if l.health.snapshot().HasSynced {
+			state = Synced
+		}
+		l.health.set(state, ReasonNone, nil, now)
+	}
 }
 
-// arm makes the timer fire in d, whatever it was set to.
-func (l *liveness) arm(d time.Duration) {
+// arm makes the timer fire in d for use, whatever it was set to.
+func (l *liveness) arm(use timerUse, d time.Duration) {
 	l.stopTimer()
 	if l.timer == nil {
 		l.timer = realClock.NewTimer(d)
 	} else {
 		l.timer.Reset(d)
 	}
-	l.armed = true
+	l.use = use
 }
 
 // stopTimer stops the timer and drops a firing nobody received (a fake
 // clock's timer keeps one in its channel), so that C never delivers it.
 func (l *liveness) stopTimer() {
-	if !l.armed {
+	if l.use == timerOff {
 		return
 	}
-	l.armed = false
+	l.use = timerOff
 	if !l.timer.Stop() {
 		select {
 		case <-l.timer.C():
 		default:
 		}
-	}
-}
-
-// lostTouch records a failure that leaves the Reflector without a working
-// watch (relist: and makes it sync again): health turns Degraded with
-// reason and err once the loss has lasted the grace period (at once if it
-// already has, or was already reported).
-// With silent set the connection died without a word (see
-// silentDeath), and the loss is dated from the watch's last sign of life.
-func (r *Reflector) lostTouch(reason DegradedReason, err error, relist, silent bool) {
-	now := realClock.Now()
-	began := now
-	if silent && !r.live.lastSign.IsZero() && r.live.lastSign.Before(now) {
-		began = r.live.lastSign
-	}
-	r.degradeIf(r.live.lose(reason, err, began, now, relist))
-}
-
-// reportLoss records a failure that is reported as Degraded at once.
-func (r *Reflector) reportLoss(reason DegradedReason, err error, relist bool) {
-	now := realClock.Now()
-	r.live.lose(reason, err, now, now, relist)
-	r.live.report()
-	r.degradeIf(true)
-}
-
-// watchClosed is told that a watch ended without a failure of its own
-// (the server closed it).
-func (r *Reflector) watchClosed() { r.degradeIf(r.live.closed(realClock.Now())) }
-
-// graceEnded is called when liveness's timer fires: an open watch has
-// passed its probation (it works, so the backoff starts over too), or the
-// loss has lasted the grace period.
-func (r *Reflector) graceEnded() {
-	if r.live.watchOpen {
-		r.reachedServer()
-		r.inTouch()
-		return
-	}
-	r.live.report()
-	r.degradeIf(true)
-}
-
-// degradeIf sets Degraded health from the loss when due.
-func (r *Reflector) degradeIf(due bool) {
-	if due {
-		r.health.set(Degraded, r.live.reason, r.live.err, realClock.Now())
-	}
-}
-
-// syncCompleted is told that a sync completed: the store is current and
-// has been filled. Health is Synced, unless the sync is one of a loop of
-// relists whose watches fail at once that has been reported (see
-// liveness.synced): then it stays Degraded until a watch shows it works.
-func (r *Reflector) syncCompleted() {
-	now := realClock.Now()
-	if !r.live.inLoop() {
-		// The server serves the Reflector again; in a loop of relists whose
-		// watches fail, it does not, and the backoff keeps growing.
-		r.reachedServer()
-	}
-	if !r.live.synced() {
-		r.health.markSynced(now)
-		return
-	}
-	r.health.healthy(now)
-}
-
-// inTouch is told that data flowed or a watch passed its probation: a loss ends, and
-// if it had been reported health returns to Synced (Syncing before the
-// first sync). Cheap when nothing was lost: it runs for every burst.
-func (r *Reflector) inTouch() {
-	if !r.live.inLoss() {
-		return
-	}
-	if r.live.regain() {
-		state := Syncing
-		if r.health.snapshot().HasSynced {
-			state = Synced
-		}
-		r.health.set(state, ReasonNone, nil, realClock.Now())
 	}
 }

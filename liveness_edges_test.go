@@ -137,11 +137,11 @@ func TestCancelledCycleLeavesNoLoss(t *testing.T) {
 // allocation per request.
 func TestLivenessTimerIsMadeOnce(t *testing.T) {
 	l := liveness{grace: time.Hour}
-	l.arm(time.Hour)
+	l.arm(timerDue, time.Hour)
 	allocs := testing.AllocsPerRun(50, func() {
 		l.calling(time.Now())
-		l.opened(time.Now())
-		l.arm(time.Hour)
+		l.opened()
+		l.arm(timerDue, time.Hour)
 		l.stopTimer()
 	})
 	if allocs != 0 {

@@ -96,6 +96,25 @@ type ReflectorOptions struct {
 	// connection is noticed about 45 s in, and the relist may then sit
 	// 20-100 s in one call). Negative reports a loss at once.
 	HealthGrace time.Duration
+	// QuietCheckAfter, if positive, checks the connection of a watch that
+	// has been silent this long: the Reflector sends a LIST of at most one
+	// object at the latest resourceVersion ("": kube-apiserver 1.37
+	// answers it with one object whatever the number of objects) through
+	// its ListerWatcher, so over the same HTTP/2 connection as the watch. An answer, even an
+	// error status, shows the connection works; none within
+	// QuietCheckTimeout is taken for a connection that died silently, and
+	// the loss of touch is dated from the watch's last sign of life, so
+	// Health is Degraded (ReasonWatchFailing, an error wrapping
+	// ErrQuietCheckFailed) as soon as that is HealthGrace old. The watch
+	// stays open, and data arriving on it ends the loss. For programs that
+	// cannot tighten the HTTP/2 health check (see Health), which
+	// otherwise bounds how soon a black-holed connection is noticed
+	// (about 45 s at client-go's defaults). It costs one small request per
+	// quiet watch every QuietCheckAfter of silence. Zero (the default)
+	// turns it off.
+	QuietCheckAfter time.Duration
+	// QuietCheckTimeout bounds a quiet check; zero means 5 s.
+	QuietCheckTimeout time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
 	// Reflector's state, reason or last error changes (a repeated failure
 	// whose error reads the same is no change). It runs on the Reflector's
@@ -235,6 +254,7 @@ func (o ReflectorOptions) withDefaults(expectedType interface{}) ReflectorOption
 	o.StallWindow = cmp.Or(o.StallWindow, defaultStallWindow)
 	o.ListPageRetries = cmp.Or(o.ListPageRetries, defaultPageRetries)
 	o.HealthGrace = cmp.Or(o.HealthGrace, defaultHealthGrace)
+	o.QuietCheckTimeout = cmp.Or(o.QuietCheckTimeout, defaultQuietCheckTimeout)
 	return o
 }
 

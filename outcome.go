@@ -28,6 +28,9 @@ const (
 	atWatchListStream
 	// atResync: the store's Resync failed while the cycle was watching.
 	atResync
+	// atQuietCheck: a check of a quiet watch's connection got no answer
+	// (see quietCheck).
+	atQuietCheck
 )
 
 // step is what the cycle does after a failure.
@@ -54,6 +57,8 @@ const (
 	// stepFail ends the cycle with the error; Run backs off (at least the
 	// Retry-After) before the next cycle.
 	stepFail
+	// stepWatchOn keeps the open watch: it may still deliver.
+	stepWatchOn
 )
 
 // healthEffect is what a failure does to Health (see Health's contract).
@@ -107,6 +112,30 @@ type facts struct {
 	gaveUp bool
 }
 
+// logLine is what is logged about a failure: the message, at verbosity
+// v; the zero logLine logs nothing.
+type logLine struct {
+	v   int8
+	msg string
+}
+
+// The lines failures are logged with (see outcome.log).
+var (
+	logWatchBackoff    = logLine{4, "Watch failed - backing off"}
+	logWatchNotOpened  = logLine{4, "Watch could not be opened"}
+	logWatchExpired    = logLine{4, "Watch closed"}
+	logWatchThrottled  = logLine{2, "Watch returned 429 - backing off"}
+	logWatchStalled    = logLine{0, "Watch stalled, re-watching"}
+	logWatchRetry500   = logLine{2, "Retrying watch after internal error"}
+	logWatchEnded      = logLine{0, "Warning: watch ended with error"}
+	logStaleLoop       = logLine{0, "Watches keep failing at the same resourceVersion; relisting with a consistent read"}
+	logWatchListRetry  = logLine{2, "WatchList failed - backing off"}
+	logWatchListGaveUp = logLine{0, "WatchList keeps closing before its initial events end, falling back to a paginated LIST"}
+	logWatchListToList = logLine{4, "WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList."}
+	logReplaceToList   = logLine{4, "WatchList's Replace failed, falling back to a paginated LIST."}
+	logQuietCheck      = logLine{0, "A quiet watch's connection did not answer a check"}
+)
+
 // outcome is everything one failure means. classify makes it; cycle.apply
 // carries it out; the phases only follow next.
 type outcome struct {
@@ -125,6 +154,12 @@ type outcome struct {
 	// silent: the connection died without a word (see silentDeath); the
 	// loss is dated from the watch's last sign of life.
 	silent bool
+	// refusedWatchList: the server refused WatchList for good (it does not
+	// know the parameters); the Reflector remembers it (see
+	// serverFacts.watchListRefused).
+	refusedWatchList bool
+	// log is what is logged.
+	log logLine
 	// retryAfter is the server's requested delay before the next attempt.
 	retryAfter time.Duration
 }
@@ -133,21 +168,22 @@ type outcome struct {
 // threshold: relist with a consistent read, and say so at once.
 func (o outcome) breaksStaleLoop() outcome {
 	o.next, o.relist, o.forgetRV = stepRelist, ListStaleRVBreaker, true
-	o.health, o.reason = healthNow, ReasonStaleRVLoop
+	o.health, o.reason, o.log = healthNow, ReasonStaleRVLoop, logStaleLoop
 	return o
 }
 
 // apply carries out o for a failure at rv (the resourceVersion the call
-// asked for) with err (nil: a watch the server closed): the stats, the
-// next sync's cause, the backoff, the resume position, the stale-RV
-// streak, the WatchList refusal memory and Health. It is the one place a
-// failure changes them.
+// asked for) with err (nil: a watch the server closed): the log line, the
+// stats, the next sync's cause, the resume position, the stale-RV streak,
+// the WatchList refusal memory, and touch with the server (health and the
+// backoff, see liveness). It is the one place a failure changes them, and
+// it decides nothing: o says what to do.
 func (c *cycle) apply(o outcome, rv string, err error) {
 	r := c.r
 	if o.streak != streakKeep && r.observeWatchEnd(rv, o.streak == streakCount) {
 		o = o.breaksStaleLoop()
-		c.logger.Info("Watches keep failing at the same resourceVersion; relisting with a consistent read", "reflector", r.name, "resourceVersion", rv, "err", err)
 	}
+	c.log(o.log, rv, err)
 	if o.end != "" {
 		r.stats.watchEnded(o.end)
 	}
@@ -156,29 +192,50 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 	if o.forgetRV {
 		r.pos.markUnavailable()
 	}
-	if o.next == stepListInstead {
-		r.server.watchListRefused(err, r.clock.Now())
+	if o.refusedWatchList {
+		r.server.watchListRefused(r.clock.Now())
 	}
-	relist := o.next == stepRelist
+	now := realClock.Now()
 	switch o.health {
-	case healthNow:
-		r.reportLoss(o.reason, err, relist)
-	case healthLoss:
-		r.lostTouch(o.reason, cmp.Or(err, emptyErr(o)), relist, o.silent)
+	case healthNow, healthLoss:
+		r.live.failed(c.failure(o, err, now), now)
 	default:
-		r.watchClosed()
+		r.live.closed(now)
 	}
-	if o.reached && !r.live.inLoop() {
-		// Not in a loop of relists whose watches keep failing (see
-		// Reflector.syncCompleted).
-		r.reachedServer()
+	if o.reached {
+		r.live.reached()
 	}
 }
 
-// backoffFor is the delay before acting on o: the next backoff delay, or
-// the server's Retry-After if that is longer.
-func (r *Reflector) backoffFor(o outcome) time.Duration {
-	return max(r.nextBackoff(), o.retryAfter)
+// failure is what o, a failure with err at now, tells liveness.
+func (c *cycle) failure(o outcome, err error, now time.Time) failure {
+	f := failure{reason: o.reason, err: cmp.Or(err, emptyErr(o)), began: now, relist: o.next == stepRelist, now: o.health == healthNow}
+	if last := c.watch.lastSign; o.silent && !last.IsZero() && last.Before(now) {
+		f.began = last
+	}
+	return f
+}
+
+// log logs l (if anything) about a failure at rv with err.
+func (c *cycle) log(l logLine, rv string, err error) {
+	if l.msg == "" {
+		return
+	}
+	kv := make([]any, 0, 8)
+	kv = append(kv, "reflector", c.r.name, "type", c.r.typeDescription)
+	if rv != "" {
+		kv = append(kv, "resourceVersion", rv)
+	}
+	if err != nil {
+		kv = append(kv, "err", err)
+	}
+	c.logger.V(int(l.v)).Info(l.msg, kv...)
+}
+
+// delayFor is the delay before acting on a failure whose server asked for
+// retryAfter: the next backoff delay, or retryAfter if that is longer.
+func (r *Reflector) delayFor(retryAfter time.Duration) time.Duration {
+	return r.backoff.delay(r.clock.Now(), r.rand.Float64(), retryAfter)
 }
 
 // emptyErr is the LastError of a loss that no error caused: a watch closed

@@ -69,8 +69,7 @@ func (p *pageRetry) wait(ctx context.Context, retryAfter time.Duration) bool {
 		p.rand = rand.New(rand.NewPCG(p.seed[0], p.seed[1]))
 	}
 	p.fails++
-	d := max(p.streak.next(p.clock.Now(), p.rand.Float64()), retryAfter)
-	return sleepOn(ctx, p.clock, d)
+	return sleepOn(ctx, p.clock, p.streak.delay(p.clock.Now(), p.rand.Float64(), retryAfter))
 }
 
 // succeeded ends the current run of failures.

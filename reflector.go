@@ -94,6 +94,8 @@ type Reflector struct {
 	stale          staleStreak
 	staleThreshold int
 	stallWindow    time.Duration
+	// quietAfter and quietTimeout configure quiet checks (see quietCheck).
+	quietAfter, quietTimeout time.Duration
 	// server is what the Reflector has learned about the server.
 	server serverFacts
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
@@ -129,7 +131,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 	mustBeSet(lw, "ListerWatcher")
 	mustBeSet(store, "store")
 	o := options.withDefaults(expectedType)
-	return &Reflector{
+	r := &Reflector{
 		subject: subject{
 			name:            o.Name,
 			typeDescription: o.TypeDescription,
@@ -145,13 +147,14 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		resyncPeriod:    o.ResyncPeriod,
 		minWatchTimeout: max(o.MinWatchTimeout, defaultMinWatchTimeout),
 		backoff:         newBackoff(o.backoff(), defaultBackoffReset),
+		quietAfter:      o.QuietCheckAfter,
+		quietTimeout:    o.QuietCheckTimeout,
 		server: serverFacts{
 			watchList:       (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
 			watchListMemory: o.WatchListRefusalMemory,
 		},
 		watchErrorHandler: o.WatchErrorHandler,
 		health:            newHealth(realClock.Now(), o.OnHealthChange),
-		live:              liveness{grace: o.HealthGrace},
 		stats:             statsRecorder{clock: o.Clock},
 		metrics:           o.Metrics,
 		listCause:         ListInitial,
@@ -162,6 +165,8 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		// Decided on the options as given, before defaults fill them in.
 		paceInternalErrors: options.Backoff == nil && options.Clock == nil,
 	}
+	r.live = liveness{grace: o.HealthGrace, health: r.health, backoff: r.backoff}
+	return r
 }
 
 // mustBeSet panics if v, a required argument, is nil or a nil pointer.
@@ -223,7 +228,7 @@ func (r *Reflector) runOnce(ctx context.Context) bool {
 	if err != nil && ictx.Err() == nil {
 		r.watchErrorHandler(ctx, r, err)
 	}
-	slept := r.sleep(ictx, max(r.nextBackoff(), retryAfter))
+	slept := r.sleep(ictx, r.delayFor(retryAfter))
 	if r.shards.end() && ctx.Err() == nil {
 		r.listCause = ListReshard
 		return true
@@ -267,18 +272,6 @@ func (r *Reflector) listAndWatch(ctx context.Context) (time.Duration, error) {
 	return c.retryAfter, err
 }
 
-// reachedServer is told that the server has just served this Reflector: a
-// sync completed, a watch delivered events or stayed open the grace
-// period, or the server answered that the resourceVersion to resume from
-// is gone (so relisting, not waiting, is the way back in step). The
-// backoff grown by earlier failures then starts again from its initial
-// delay, so that a Reflector back in touch with the server is not held
-// back by an outage that is over. A watch that merely opens is not enough
-// (behind a load balancer, a dead server's watches open and close at
-// once), and neither syncs nor 410s count in a loop of relists whose
-// watches fail at once (see liveness.synced): those keep backing off.
-func (r *Reflector) reachedServer() { r.backoff.reset() }
-
 // loggerFor is the logger of a run with ctx: the context's own, else the
 // Logger option's (klog.Background() by default).
 func (r *Reflector) loggerFor(ctx context.Context) klog.Logger {
@@ -286,11 +279,6 @@ func (r *Reflector) loggerFor(ctx context.Context) klog.Logger {
 		return l
 	}
 	return r.logger
-}
-
-// nextBackoff draws the next delay from the Reflector's backoff.
-func (r *Reflector) nextBackoff() time.Duration {
-	return r.backoff.next(r.clock.Now(), r.rand.Float64())
 }
 
 // sleep waits d, the delay between cycles, on the real clock (as
@@ -306,16 +294,8 @@ func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 	}
 	t := realClock.NewTimer(d)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-r.live.C():
-			r.graceEnded()
-		case <-t.C():
-			return true
-		}
-	}
+	_, _, why := await(ctx, &r.live, nil, never, t.C())
+	return why == 0
 }
 
 // sleepOn waits d on c; false if ctx ended first. An ended ctx, or a d

@@ -1,7 +1,5 @@
 package cache
 
-import "errors"
-
 // defaultStaleRVThreshold is how many watches in a row may end on an
 // unusable resourceVersion (expired, too large, or closed at once) at the
 // same RV before the Reflector stops trusting that RV and relists with a
@@ -15,16 +13,8 @@ type staleStreak struct {
 	count int
 }
 
-// staleRVFailure says whether err ended a watch because the server could
-// not serve its resourceVersion, or closed it at once (as when the server
-// keeps telling the client its RV is too old).
-func staleRVFailure(err error) bool {
-	var short *VeryShortWatchError
-	return isRVUnavailable(err) || errors.As(err, &short)
-}
-
 // observeWatchEnd records whether a watch that started at rv ended on an
-// unusable resourceVersion (stale, see staleRVFailure) and reports whether
+// unusable resourceVersion (stale: classify's streakCount) and reports whether
 // the streak just reached the threshold: the caller then relists at RV "".
 func (r *Reflector) observeWatchEnd(rv string, stale bool) bool {
 	if r.staleThreshold <= 0 || !stale {

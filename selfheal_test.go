@@ -108,16 +108,15 @@ func TestWatchListRefusalIsRemembered(t *testing.T) {
 func TestWatchListRefusalMemoryExpires(t *testing.T) {
 	r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: time.Minute})
 	now := time.Unix(100, 0)
-	r.server.watchListRefused(apierrors.NewBadRequest("no"), now)
+	r.server.watchListRefused(now)
 	if r.server.wantsWatchList(now.Add(30*time.Second)) || !r.server.wantsWatchList(now.Add(time.Minute)) {
 		t.Fatal("WatchList must be off for exactly the configured minute")
 	}
-	r.server.watchListRefused(apierrors.NewInternalError(context.Canceled), now.Add(time.Hour))
-	if !r.server.wantsWatchList(now.Add(time.Hour)) {
+	if classify(atWatchListOpen, apierrors.NewInternalError(context.Canceled), facts{}).refusedWatchList {
 		t.Fatal("a transient failure is not a refusal")
 	}
 	r = NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: -1})
-	r.server.watchListRefused(apierrors.NewBadRequest("no"), now)
+	r.server.watchListRefused(now)
 	if !r.server.wantsWatchList(now) {
 		t.Fatal("a negative memory must ask again every cycle")
 	}

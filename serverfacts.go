@@ -1,10 +1,6 @@
 package cache
 
-import (
-	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-)
+import "time"
 
 // serverFacts is what the Reflector has learned about the server it talks
 // to, in one place: each fact changes how later requests are made. The
@@ -32,25 +28,17 @@ func (f *serverFacts) wantsWatchList(now time.Time) bool {
 	return f.watchList && !now.Before(f.watchListOffUntil)
 }
 
-// watchListRefused is told that a WatchList attempt failed at now with
-// err and the cycle LISTs instead. A definitive refusal (the server does
-// not know the parameters) is remembered for watchListMemory.
-func (f *serverFacts) watchListRefused(err error, now time.Time) {
-	if f.watchListMemory < 0 || !definitiveWatchListRefusal(err) {
-		return
-	}
-	if f.watchListMemory == 0 {
+// watchListRefused is told that the server refused WatchList for good at
+// now (see outcome.refusedWatchList): the refusal is remembered for
+// watchListMemory.
+func (f *serverFacts) watchListRefused(now time.Time) {
+	switch {
+	case f.watchListMemory < 0:
+	case f.watchListMemory == 0:
 		f.watchList = false
-		return
+	default:
+		f.watchListOffUntil = now.Add(f.watchListMemory)
 	}
-	f.watchListOffUntil = now.Add(f.watchListMemory)
-}
-
-// definitiveWatchListRefusal: the server answered a WatchList request in a
-// way that will not change on a retry (it does not know the parameters).
-func definitiveWatchListRefusal(err error) bool {
-	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err) ||
-		apierrors.IsNotAcceptable(err) || apierrors.ReasonForError(err) == "NotImplemented"
 }
 
 // sawBookmark is told that a watch delivered a bookmark.

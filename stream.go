@@ -58,38 +58,16 @@ func (m streamMode) pastAdded() streamMode {
 // gathering: events go to the initial-events buffer, not the store.
 func (m streamMode) gathering() bool { return m >= modeGathering }
 
-// streamOwner is what a stream tells about what it sees, and asks to run
-// what is not the stream's own: its cycle.
-type streamOwner interface {
-	// flowing is told that a burst of events was applied.
-	flowing()
-	// published is told, after each burst, what the burst counted (b may
-	// be empty), so that the resume position and the stats are published.
-	published(b *eventBatch)
-	// sawBookmark is told that the watch delivered a bookmark.
-	sawBookmark()
-	// resyncC fires when a resync is due; resyncStore runs it.
-	resyncC() <-chan time.Time
-	resyncStore() error
-	// liveC fires when the loss-of-touch timer is due; graceEnded runs it.
-	liveC() <-chan time.Time
-	graceEnded()
-	// log is the logger of the stream's run.
-	log() klog.Logger
-	// tooSoon says whether a watch that delivered events events and was
-	// closed now closed too soon to be a normal close (client-go's
-	// very-short-watch rule: within a second of the request, with none).
-	tooSoon(events int) bool
-}
-
 // streamer applies the events of one watch. In WatchList mode it gathers
 // the initial events instead of writing to the store, and returns at the
-// initial-events-end bookmark leaving the watch open. It works only with
-// what its cycle hands it: the watch, the store, the resume position, what
-// it checks events against, and an owner to tell.
+// initial-events-end bookmark leaving the watch open. While it runs it
+// owns what the stream changes: the watch's last sign of life, the resume
+// position (advanced per event, published per burst) and the stats of its
+// events; it tells liveness when data flows and the server facts when a
+// bookmark comes, and waits as every wait of the cycle does (see await).
 type streamer struct {
-	owner  streamOwner
-	w      watch.Interface
+	c      *cycle
+	watch  *watching
 	events int
 	// initial gathers a WatchList's initial events; nil otherwise.
 	initial *initialEvents
@@ -105,32 +83,34 @@ type streamer struct {
 	// shard checks a sharded Reflector's events; nil when unsharded.
 	shard *shardCheck
 	stall stallDetector
+	quiet quietCheck
 	// batch counts the events of the current burst for the stats.
 	batch eventBatch
 	// mode follows batch, in its padding.
 	mode streamMode
 }
 
-// streamerFor hands the cycle's watch w, in mode, to a new streamer.
-func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
+// streamerFor hands the cycle's watch wg to a new streamer.
+func (c *cycle) streamerFor(wg *watching) *streamer {
 	r := c.r
 	s := &streamer{
-		owner: c, w: w, mode: mode, pos: &r.pos, subject: &r.subject,
+		c: c, watch: wg, mode: wg.mode, pos: &r.pos, subject: &r.subject,
 		stall: stallDetector{clock: realClock, window: r.stallWindow},
 		shard: c.shard.newCheck(),
 	}
-	if r.server.sendsBookmarks && c.wTimeout > 0 {
+	if r.server.sendsBookmarks && wg.timeout > 0 {
 		// The server sends bookmarks, so it is a real one that also ends
-		// watches at the timeout they asked for. wStart is on the
+		// watches at the timeout they asked for. requested is on the
 		// Reflector's clock, the detector on the real one.
-		left := c.wStart.Add(time.Duration(c.wTimeout) * time.Second).Sub(r.clock.Now())
+		left := wg.requested.Add(time.Duration(wg.timeout) * time.Second).Sub(r.clock.Now())
 		s.stall.expectEnd(realClock.Now().Add(left))
 	}
-	if mode.gathering() {
+	if wg.mode.gathering() {
 		s.initial = newInitialEvents(r.store, r.in)
 		s.sink = s.initial
 		return s
 	}
+	s.quiet = c.newQuietCheck(wg)
 	s.sink = r.store
 	s.rvUpdater, _ = r.store.(ResourceVersionUpdater)
 	s.bookmarks, _ = r.store.(ReflectorBookmarkStore)
@@ -139,27 +119,29 @@ func (c *cycle) streamerFor(w watch.Interface, mode streamMode) *streamer {
 
 // run applies events until the watch closes (nil, or VeryShortWatchError
 // if it closed within a second with no event), fails (the error), ctx ends
-// (errStopRequested), a resync fails (its error), or, in WatchList mode,
-// the initial-events-end bookmark arrives (true, nil).
+// (errStopRequested), a resync fails (errCycleEnded), or, in WatchList
+// mode, the initial-events-end bookmark arrives (true, nil).
 func (s *streamer) run(ctx context.Context) (bool, error) {
 	defer s.endBurst()
 	defer s.stall.stop()
-	ch := s.w.ResultChan()
+	defer s.quiet.stop()
+	ch := s.watch.w.ResultChan()
 	for {
-		select {
-		case <-ctx.Done():
+		ev, open, why := await(ctx, &s.c.r.live, s.c, ch, s.stall.C(), s.quiet.C(), s.quiet.answered())
+		switch why {
+		case wakeStop:
 			return s.ended(), errStopRequested
-		case <-s.stall.C():
+		case wakeEnded:
+			return s.ended(), errCycleEnded
+		case 0:
 			if err := s.stall.stalled(); err != nil {
 				return s.ended(), err
 			}
-		case <-s.owner.liveC():
-			s.owner.graceEnded()
-		case <-s.resyncC():
-			if err := s.owner.resyncStore(); err != nil {
-				return s.ended(), err
-			}
-		case ev, open := <-ch:
+		case 1:
+			s.quiet.due(ctx, realClock.Now())
+		case 2:
+			s.quietAnswer(ctx)
+		case wakeValue:
 			done, err := s.drain(ev, open, ch)
 			s.sawBurst()
 			if done || err != nil {
@@ -169,10 +151,18 @@ func (s *streamer) run(ctx context.Context) (bool, error) {
 			if !s.mode.gathering() {
 				// A WatchList's initial events show nothing yet: only the
 				// sync they end does (see liveness.synced).
-				s.owner.flowing()
+				s.flowing()
 			}
 		}
 	}
+}
+
+// flowing is told that a burst of events was applied: a sign of life of
+// the watch, and of the server.
+func (s *streamer) flowing() {
+	now := realClock.Now()
+	s.watch.lastSign = now
+	s.c.r.live.flowing(now)
 }
 
 // ended says whether the initial-events-end bookmark has arrived.
@@ -185,13 +175,19 @@ func (s *streamer) sawBurst() {
 	bookmark := s.batch.hasBookmark()
 	s.stall.activity(bookmark)
 	if bookmark {
-		s.owner.sawBookmark()
+		s.c.r.server.sawBookmark()
 	}
 }
 
 // endBurst publishes what a burst of events changed: the resume position
 // and the stats.
-func (s *streamer) endBurst() { s.owner.published(&s.batch) }
+func (s *streamer) endBurst() {
+	r := s.c.r
+	s.pos.publish()
+	if s.batch != (eventBatch{}) {
+		r.stats.flush(&s.batch, s.pos.last, r.clock.Now())
+	}
+}
 
 // drain applies ev and then up to burst events that are already queued.
 func (s *streamer) drain(ev watch.Event, open bool, ch <-chan watch.Event) (bool, error) {
@@ -213,20 +209,14 @@ func (s *streamer) drain(ev watch.Event, open bool, ch <-chan watch.Event) (bool
 	}
 }
 
-// resyncC fires when a resync is due; never while gathering.
-func (s *streamer) resyncC() <-chan time.Time {
-	if s.mode.gathering() {
-		return nil
-	}
-	return s.owner.resyncC()
-}
-
 // closed classifies a watch the server closed.
 func (s *streamer) closed() error {
-	if s.owner.tooSoon(s.events) {
+	if s.events == 0 && s.c.r.clock.Since(s.watch.requested) < time.Second {
+		// client-go's very-short-watch rule: closed within a second of
+		// the request, with nothing in it.
 		return &VeryShortWatchError{Name: s.subject.name}
 	}
-	s.owner.log().V(4).Info("Watch close", "reflector", s.subject.name, "type", s.subject.typeDescription, "totalItems", s.events)
+	s.c.logger.V(4).Info("Watch close", "reflector", s.subject.name, "type", s.subject.typeDescription, "totalItems", s.events)
 	return nil
 }
 
@@ -339,7 +329,7 @@ func isNilObject(o runtime.Object) bool {
 // go through utilruntime.HandleError, whose global rate limiter would make
 // the stream sleep on every error.
 func (s *streamer) report(err error, ev watch.Event) {
-	s.owner.log().Error(err, "Skipping watch event", "reflector", s.subject.name, "type", s.subject.typeDescription, "event", ev.Type)
+	s.c.logger.Error(err, "Skipping watch event", "reflector", s.subject.name, "type", s.subject.typeDescription, "event", ev.Type)
 }
 
 // dispatch sends an accepted event to the store (or the initial-events
@@ -371,7 +361,7 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 		err = fmt.Errorf("unknown watch event type %q", ev.Type)
 	}
 	if err != nil {
-		s.owner.log().Error(err, "Unable to apply watch event to store", "reflector", s.subject.name, "event", ev.Type, "object", klog.KObj(obj))
+		s.c.logger.Error(err, "Unable to apply watch event to store", "reflector", s.subject.name, "event", ev.Type, "object", klog.KObj(obj))
 	}
 }
 

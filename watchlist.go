@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
 
@@ -37,8 +36,8 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		TimeoutSeconds:       r.watchTimeout(),
 		ShardSelector:        c.selector(),
 	}
-	c.requested(opts)
-	start := c.wStart
+	c.watch = request(opts, modeGathering, r.clock.Now())
+	start := c.watch.requested
 	w, err, ok := c.startWatch(ctx, opts)
 	if !ok {
 		return phaseDone, false
@@ -49,13 +48,14 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		r.stats.watchOpened()
 		// No live.opened(): a WatchList shows it works by its events, and
 		// one that stays silent after a loss is reported like any call.
-		s := c.streamerFor(w, modeGathering)
+		c.watch.open(w, realClock.Now())
+		s := c.streamerFor(&c.watch)
 		var complete bool
 		if complete, err = s.run(ctx); err == nil && complete {
-			return c.watchListSynced(w, s.initial, start), false
+			return c.watchListSynced(s.initial, start), false
 		}
-		w.Stop()
-		if err == errStopRequested {
+		c.watch.stop()
+		if err == errStopRequested || err == errCycleEnded {
 			return phaseDone, false
 		}
 	}
@@ -81,40 +81,32 @@ func (c *cycle) afterWatchList(ctx context.Context, at where, err error) (next p
 	case stepRewatch:
 		return phaseWatchList, true
 	case stepBackoffRewatch:
-		c.logger.V(2).Info("WatchList failed - backing off", "reflector", c.r.name, "type", c.r.typeDescription, "err", err)
-		if c.backoffThen(ctx, phaseWatchList, c.r.backoffFor(o)) == phaseDone {
+		if c.backoffThen(ctx, phaseWatchList, c.r.delayFor(o.retryAfter)) == phaseDone {
 			return phaseDone, false
 		}
 		return phaseWatchList, true
-	}
-	if err == nil {
-		c.logger.Info("WatchList keeps closing before its initial events end, falling back to a paginated LIST", "reflector", c.r.name, "type", c.r.typeDescription, "attempts", c.incomplete)
-	} else {
-		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST. Expected if the server does not support WatchList.", "reflector", c.r.name, "err", err)
 	}
 	return phaseList, false
 }
 
 // watchListSynced Replaces the store with the streamed state and keeps w
 // open as the cycle's watch. If Replace fails the cycle falls back to LIST.
-func (c *cycle) watchListSynced(w watch.Interface, initial *initialEvents, start time.Time) phase {
+func (c *cycle) watchListSynced(initial *initialEvents, start time.Time) phase {
 	rv := initial.resourceVersion
 	c.r.pos.served()
 	items := initial.take()
 	if err := c.r.store.Replace(items, rv); err != nil {
-		w.Stop()
+		c.watch.stop()
 		err = fmt.Errorf("unable to sync watch-list result: %w", err)
-		c.logger.V(4).Info("WatchList failed, falling back to a paginated LIST.", "reflector", c.r.name, "err", err)
 		c.apply(classify(atWatchListReplace, err, facts{}), rv, err)
 		return phaseList
 	}
 	c.r.stats.reused(initial.reused)
 	c.synced(rv, len(items), start)
 	// The WatchList's watch goes on as the cycle's: an open watch (see
-	// liveness.opened).
-	c.r.live.opened(realClock.Now())
-	c.w = w
-	c.wMode = modeLive
-	c.wStart = c.r.clock.Now()
+	// liveness.opened), from now, in live mode.
+	c.watch.mode, c.watch.requested = modeLive, c.r.clock.Now()
+	c.watch.open(c.watch.w, realClock.Now())
+	c.r.live.opened()
 	return phaseStream
 }

@@ -38,7 +38,9 @@ const (
 	FaultError             FaultKind = "Error"
 	FaultCloseWatch        FaultKind = "CloseWatch"
 	FaultHangWatch         FaultKind = "HangWatch"
-	FaultDropWatch         FaultKind = "DropWatch"
+	// FaultLoseWatch counts watches LoseWatches cut off.
+	FaultLoseWatch FaultKind = "LoseWatch"
+	FaultDropWatch FaultKind = "DropWatch"
 	// FaultEmptyWatch counts watches CloseNextWatches closed empty.
 	FaultEmptyWatch FaultKind = "EmptyWatch"
 	FaultDelay      FaultKind = "Delay"
@@ -222,6 +224,21 @@ func (s *Server) CloseWatches() int { return s.eachWatch(FaultCloseWatch, (*watc
 // its consumer stops it, its context ends, its timeout passes or the server
 // closes. ClearFaults does not revive it. It returns how many watches hang.
 func (s *Server) HangWatches() int { return s.eachWatch(FaultHangWatch, (*watcher).hang) }
+
+// LoseWatches cuts every open watch off as a black-holed connection does:
+// from now on it delivers nothing (events for it are lost), and after
+// noticed it ends with the ERROR event client-go's watch decoder delivers
+// when the HTTP/2 health check gives up on the connection (a 500 whose
+// message says "http2: client connection lost"), then closes. At
+// client-go's defaults the health check notices 30 s + 15 s after the
+// last frame received. A watch that ends sooner (stopped, timed out, the
+// server closed) ends as it would have. Over HTTP the event is written to
+// the stream like any other, which a real black-hole could not do: to
+// test a client's transport, put a proxy in between. It returns how many
+// watches it cut off.
+func (s *Server) LoseWatches(noticed time.Duration) int {
+	return s.eachWatch(FaultLoseWatch, func(w *watcher) { w.lose(noticed) })
+}
 
 // eachWatch applies fault to every open watch, counts them as faults of
 // kind, and returns how many there were.

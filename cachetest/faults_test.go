@@ -303,3 +303,28 @@ func TestClearFaultsCancelsQueuedWatchFaults(t *testing.T) {
 		}
 	})
 }
+
+// A watch cut off by LoseWatches is silent, as behind a black-hole, until
+// the transport would notice; then it ends with the ERROR event client-go's
+// decoder delivers for a connection its HTTP/2 health check gave up on.
+func TestLostWatchesEndWithTheTransportsError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cms := newServer(t, cachetest.Options{})
+		w := openWatch(t, cms, metav1.ListOptions{AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](600)})
+		if n := srv.LoseWatches(45 * time.Second); n != 1 {
+			t.Fatalf("lost %d", n)
+		}
+		create(t, cms, "ns/a")
+		time.Sleep(45*time.Second - time.Nanosecond)
+		expectEvents(t, w)
+		time.Sleep(time.Nanosecond)
+		got, open := drain(w)
+		want := "ERROR 500 InternalError: an error on the server (\"unable to decode an event from the watch stream: http2: client connection lost\") has prevented the request from succeeding"
+		if open || len(got) != 1 || got[0] != want {
+			t.Fatalf("open=%v events %q, want the transport's error, then closed", open, got)
+		}
+		if n := srv.Stats().Faults[cachetest.FaultLoseWatch]; n != 1 {
+			t.Fatalf("LoseWatch = %d", n)
+		}
+	})
+}

@@ -2,9 +2,13 @@ package cachetest
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 )
@@ -40,6 +44,9 @@ type watcher struct {
 	progress uint64
 	// hung watches deliver nothing more; dead ones are ending.
 	hung, dead bool
+	// lostAfter, for a hung watch that LoseWatches cut off, is when it
+	// ends with the transport's error (zero: never).
+	lostAfter time.Duration
 }
 
 var _ watch.Interface = &watcher{}
@@ -77,6 +84,15 @@ func (w *watcher) killLocked() {
 func (w *watcher) hang() {
 	w.mu.Lock()
 	w.hung, w.queue = true, nil
+	w.mu.Unlock()
+	w.signal()
+}
+
+// lose makes the watch silent and, after noticed, end with the error
+// client-go reports for a connection its health check gave up on.
+func (w *watcher) lose(noticed time.Duration) {
+	w.mu.Lock()
+	w.hung, w.queue, w.lostAfter = true, nil, max(noticed, time.Nanosecond)
 	w.mu.Unlock()
 	w.signal()
 }
@@ -258,14 +274,33 @@ func (w *watcher) send(ev watch.Event, timeout clock.Timer) bool {
 	return false
 }
 
-// waitEnd waits, silent, for the watch to end.
+// waitEnd waits, silent, for the watch to end; a watch LoseWatches cut
+// off ends with the transport's error when that is noticed.
 func (w *watcher) waitEnd(timeout clock.Timer) {
+	w.mu.Lock()
+	after := w.lostAfter
+	w.mu.Unlock()
+	var lost <-chan time.Time
+	if after > 0 {
+		t := w.srv.clock.NewTimer(after)
+		defer t.Stop()
+		lost = t.C()
+	}
 	select {
+	case <-lost:
+		w.send(watch.Event{Type: watch.Error, Object: connectionLost()}, timeout)
 	case <-timeout.C():
 	case <-w.stopCh:
 	case <-w.killCh:
 	case <-w.ctx.Done():
 	}
+}
+
+// connectionLost is the status client-go's watch decoder sends when the
+// HTTP/2 health check closed the connection under a watch.
+func connectionLost() runtime.Object {
+	err := errors.New("unable to decode an event from the watch stream: http2: client connection lost")
+	return apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding").AsObject(err)
 }
 
 // unregister forgets a watch whose goroutine is ending.
