@@ -27,8 +27,9 @@ func IsQuietCheckFailed(err error) bool { return errors.Is(err, ErrQuietCheckFai
 
 // quietCheck asks the server, after an open watch has been silent for
 // after, whether the connection still works: a LIST of at most one object
-// at resourceVersion "0" (served from the watch cache, whatever the size of
-// the collection) through the Reflector's ListerWatcher, with a timeout.
+// at the latest resourceVersion ("": one item, whatever the size of the
+// collection; at "0" kube-apiserver 1.37's watch cache would ignore the
+// limit and send the whole collection) through the Reflector's ListerWatcher, with a timeout.
 // An answer, even an error status, is a sign of life of the connection; no
 // answer is a silent death of the watch's connection, dated from its last
 // sign of life (see classify's atQuietCheck). The watch itself is left
