@@ -120,7 +120,7 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.shards.syncedWith(c.shard)
 	if r.in != nil {
-		r.in.filled = true
+		r.in.synced(items)
 	}
 	r.live.synced(realClock.Now())
 }

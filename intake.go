@@ -30,8 +30,10 @@ import (
 type intake struct {
 	// held finds what the store holds; nil when it cannot be asked.
 	held heldObjects
-	// dropManagedFields and share are the lean options.
-	dropManagedFields, share bool
+	// dropManagedFields is the lean option of that name; table, set
+	// under ShareStrings, holds the canonical copies of shared values.
+	dropManagedFields bool
+	table             *shareTable
 	// filled says a sync has completed, so the store may hold objects.
 	// Before that nothing is looked up: the first sync finds nothing.
 	filled bool
@@ -40,7 +42,10 @@ type intake struct {
 // newIntake returns the intake of a Reflector with options o writing to
 // store, or nil when it has nothing to do.
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
-	in := &intake{dropManagedFields: o.DropManagedFields, share: o.ShareStrings}
+	in := &intake{dropManagedFields: o.DropManagedFields}
+	if o.ShareStrings {
+		in.table = newShareTable()
+	}
 	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
 		in.held = heldIn(store)
 	}
@@ -51,15 +56,15 @@ func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 }
 
 // leans says whether objects get steps 2 or 3 (see intake).
-func (in *intake) leans() bool { return in.dropManagedFields || in.share }
+func (in *intake) leans() bool { return in.dropManagedFields || in.table != nil }
 
 // lean applies steps 2 and 3 to obj, in place.
 func (in *intake) lean(obj runtime.Object) {
 	if in.dropManagedFields {
 		dropManagedFields(obj)
 	}
-	if in.share {
-		shareObject(obj)
+	if in.table != nil {
+		in.table.object(obj)
 	}
 }
 
@@ -76,6 +81,16 @@ func dropManagedFields(obj runtime.Object) {
 		if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 			m.SetManagedFields(nil)
 		}
+	}
+}
+
+// synced is told that a sync of items objects completed: the store may
+// hold objects from now on, and the share table's generations span at
+// least that many.
+func (in *intake) synced(items int) {
+	in.filled = true
+	if in.table != nil {
+		in.table.synced(items)
 	}
 }
 

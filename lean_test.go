@@ -176,9 +176,10 @@ func TestShareStringsBoundedUnderChurn(t *testing.T) {
 		lw := &pagesLW{stepLW: &stepLW{noWL: true}, pages: []apiruntime.Object{podList("1", "", pods...)}}
 		pods = nil
 		store := NewStore(MetaNamespaceKeyFunc)
-		startReflector(t, NewReflectorWithOptions(lw, &corev1.Pod{}, store, ReflectorOptions{ShareStrings: true}))
+		r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, ReflectorOptions{ShareStrings: true})
+		startReflector(t, r)
 		synctest.Wait()
-		before := settledHeap()
+		before, values := settledHeap(), r.in.table.size()
 		w := lw.current(t)
 		for i := live; i < 11*live; i++ {
 			w.Delete(churnPod(i - live))
@@ -193,6 +194,18 @@ func TestShareStringsBoundedUnderChurn(t *testing.T) {
 		if after > before+before/4 {
 			t.Errorf("live heap grew from %d to %d KiB through churn", before>>10, after>>10)
 		}
+		// The table holds at most the values of the last two generations
+		// of objects: no more than a table that met only those.
+		bound := newShareTable()
+		for i := 11*live - minShareSpan; i < 11*live; i++ {
+			bound.object(churnPod(i - live))
+			bound.object(churnPod(i))
+		}
+		got := r.in.table.size()
+		t.Logf("share table: %d values after the initial list, %d after churn (bound %d)", values, got, bound.size())
+		if got > bound.size() {
+			t.Errorf("share table holds %d values after churn, more than the %d of its last two generations' objects", got, bound.size())
+		}
 	})
 }
 
@@ -203,8 +216,8 @@ func churnPod(i int) *corev1.Pod {
 	return p
 }
 
-// settledHeap collects twice (the second time after unique's cleanups of
-// the first have had a chance to run) and returns the live heap.
+// settledHeap collects twice (the second time after cleanups the first
+// queued have had a chance to run) and returns the live heap.
 func settledHeap() uint64 {
 	runtime.GC()
 	runtime.Gosched()

@@ -189,11 +189,12 @@ type ReflectorOptions struct {
 	// field sets are then held once for the objects that have them,
 	// instead of once per object. It is done to each LIST page as it
 	// arrives, to each WatchList initial event and to each watch event,
-	// so the peak of a sync falls too. Canonical copies are found through
-	// the standard library's unique package, whose table holds entries
-	// only until the next garbage collection (no Reflector state, and no
-	// growth with churn); sharing therefore spans the objects that arrive
-	// between two collections. Objects are changed in place: the
+	// so the peak of a sync falls too. Canonical copies are kept in a
+	// table of this Reflector's own, in two generations that each span at
+	// least as many objects as the latest sync listed: a value no object
+	// walked in the last two generations had is forgotten, so the table
+	// follows the size of the cache, not the history of churn through it.
+	// Objects are changed in place: the
 	// ListerWatcher must hand this Reflector objects no one else reads
 	// (any client decoding responses does). Byte slices become shared
 	// memory: writing into one would change other objects (cached objects

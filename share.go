@@ -2,7 +2,6 @@ package cache
 
 import (
 	"reflect"
-	"unique"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,20 +12,19 @@ import (
 // Many strings of the objects of one resource are equal from object to
 // object: label keys and values, image names, node names, namespaces,
 // owner references, managedFields' field sets. Decoded, each object has
-// its own copy of each. shareObject replaces each with a canonical copy,
-// found through the standard library's unique package, so equal values
-// are held once.
+// its own copy of each. shareObjectIn replaces each with a canonical copy
+// from the Reflector's shareTable, so equal values are held once.
 //
-// unique's table holds its entries weakly: an entry goes away at the first
-// garbage collection after the last Handle to it is dropped, and this code
-// keeps no Handle (the objects keep only the canonical bytes). So the
-// table holds at most the values seen since the last collection: it
-// cannot grow with churn, whatever the objects' lifetimes, and needs no
-// bound or eviction of ours. The price is that sharing spans the values
-// met between two collections: after one, the next occurrence of a value
-// becomes a new canonical copy, shared from then on. The Go runtime paces
-// collections by the live heap's growth, so at scale a LIST of thousands
-// of objects falls into a few of them.
+// Why a table of our own rather than the standard library's unique
+// package: unique holds its entries only until the first garbage
+// collection after the last Handle is dropped, and the objects keep the
+// canonical bytes, not Handles; so sharing spanned only the objects met
+// between two collections, which made how much was shared depend on the
+// collector's pace (least when the heap is small or GOGC low). Its lookup
+// (a concurrent trie and a weak pointer) also cost about 100 ns a value,
+// 14 µs for a decoded Pod; a plain map behind one lock per object costs a
+// fraction of that. The table's bound is its generations (see
+// shareTable).
 
 // maxShareDepth bounds the nesting sharing follows (pointers, slices,
 // maps), and maxShareVisits the values it visits in one object, against
@@ -37,8 +35,12 @@ const (
 	maxShareVisits = 1 << 20
 )
 
-// walker is one object's walk: what is left of its visits.
-type walker struct{ left int }
+// walker is one object's walk: the table it shares through, and what is
+// left of its visits.
+type walker struct {
+	t    *shareTable
+	left int
+}
 
 // visit counts a visit at depth; false once the walk must stop.
 func (w *walker) visit(depth int) bool {
@@ -46,20 +48,21 @@ func (w *walker) visit(depth int) bool {
 	return w.left >= 0 && depth <= maxShareDepth
 }
 
-// shareObject replaces, in place, every non-empty string and byte slice
+// shareObjectIn replaces, in place, every non-empty string and byte slice
 // reachable from obj through exported fields, pointers, slices, arrays,
 // maps (keys too) and interfaces, and every string, map key and number of
-// unstructured content, with its canonical copy. Every value keeps its
-// bytes. obj must not be read by anyone else meanwhile. Byte slices
+// unstructured content, with its canonical copy in t (whose lock the
+// caller holds). Every value keeps its bytes. obj must not be read by
+// anyone else meanwhile. Byte slices
 // become shared read-only memory: writing into one would change every
 // object holding it (cached objects must never be written to anyway).
-func shareObject(obj interface{}) {
+func shareObjectIn(t *shareTable, obj interface{}) {
 	switch o := obj.(type) {
 	case nil:
 		return
 	case *unstructured.Unstructured:
 		if o != nil {
-			(&walker{left: maxShareVisits}).unstructured(o.Object)
+			(&walker{t: t, left: maxShareVisits}).unstructured(o.Object)
 		}
 		return
 	}
@@ -67,16 +70,16 @@ func shareObject(obj interface{}) {
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return
 	}
-	w := &walker{left: maxShareVisits}
+	w := &walker{t: t, left: maxShareVisits}
 	w.walk(planFor(v.Type().Elem()), v.UnsafePointer(), 0)
 }
 
-// shareString returns the canonical copy of s.
-func shareString(s string) string {
+// share returns the canonical copy of s.
+func (w *walker) share(s string) string {
 	if s == "" {
 		return s
 	}
-	return unique.Make(s).Value()
+	return w.t.canon(s)
 }
 
 // walk shares what p describes in the value at base.
@@ -93,9 +96,9 @@ func (w *walker) walk(p *plan, base unsafe.Pointer, depth int) {
 func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 	switch s.kind {
 	case walkString:
-		shareStringAt((*string)(at))
+		w.stringAt((*string)(at))
 	case walkBytes:
-		shareBytesAt((*[]byte)(at))
+		w.bytesAt((*[]byte)(at))
 	case walkPointer:
 		if q := *(*unsafe.Pointer)(at); q != nil {
 			w.walk(s.elem, q, depth+1)
@@ -110,7 +113,7 @@ func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 			w.walk(s.elem, unsafe.Add(at, i*s.size), depth+1)
 		}
 	case walkStringMap:
-		shareStringMap(*(*map[string]string)(at))
+		w.stringMap(*(*map[string]string)(at))
 	case walkJSONMap:
 		w.jsonFields(*(*map[string]interface{})(at), depth+1, nil)
 	case walkMap:
@@ -120,39 +123,39 @@ func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 	}
 }
 
-// shareStringAt replaces *p by its canonical copy, writing only if the
-// copy is another one.
-func shareStringAt(p *string) {
+// stringAt replaces *p by its canonical copy, writing only if the copy
+// is another one.
+func (w *walker) stringAt(p *string) {
 	s := *p
 	if s == "" {
 		return
 	}
-	if c := unique.Make(s).Value(); unsafe.StringData(c) != unsafe.StringData(s) {
+	if c := w.t.canon(s); unsafe.StringData(c) != unsafe.StringData(s) {
 		*p = c
 	}
 }
 
-// shareBytesAt replaces *p by a slice of the canonical copy of its bytes
+// bytesAt replaces *p by a slice of the canonical copy of its bytes
 // (length and capacity equal), writing only if that is another copy. An
 // empty or nil slice is left as it is.
-func shareBytesAt(p *[]byte) {
+func (w *walker) bytesAt(p *[]byte) {
 	b := *p
 	if len(b) == 0 {
 		return
 	}
-	// The lookup reads b's bytes in place; unique copies them if they
+	// The lookup reads b's bytes in place; the table copies them if they
 	// become the canonical value.
-	c := unique.Make(unsafe.String(unsafe.SliceData(b), len(b))).Value()
+	c := w.t.canon(unsafe.String(unsafe.SliceData(b), len(b)))
 	if unsafe.StringData(c) != unsafe.SliceData(b) {
 		*p = unsafe.Slice(unsafe.StringData(c), len(c))
 	}
 }
 
-// shareStringMap shares m's keys and values. Assigning to an existing key
+// stringMap shares m's keys and values. Assigning to an existing key
 // stores the key given, so the canonical key replaces the decoded one.
-func shareStringMap(m map[string]string) {
+func (w *walker) stringMap(m map[string]string) {
 	for k, v := range m {
-		ck, cv := shareString(k), shareString(v)
+		ck, cv := w.share(k), w.share(v)
 		if unsafe.StringData(ck) != unsafe.StringData(k) || unsafe.StringData(cv) != unsafe.StringData(v) {
 			m[ck] = cv
 		}
@@ -171,7 +174,7 @@ func (w *walker) mapValues(m reflect.Value, elem *plan, depth int) {
 	for it.Next() {
 		k, v := it.Key(), it.Value()
 		if stringKeys {
-			k = sharedStringValue(k)
+			k = w.sharedStringValue(k)
 		}
 		if elem != nil {
 			v = w.mapValue(v, elem, depth)
@@ -182,9 +185,9 @@ func (w *walker) mapValues(m reflect.Value, elem *plan, depth int) {
 
 // sharedStringValue is a new value of v's type (of kind string) holding
 // the canonical copy of v's string.
-func sharedStringValue(v reflect.Value) reflect.Value {
+func (w *walker) sharedStringValue(v reflect.Value) reflect.Value {
 	c := reflect.New(v.Type()).Elem()
-	c.SetString(shareString(v.String()))
+	c.SetString(w.share(v.String()))
 	return c
 }
 
@@ -194,7 +197,7 @@ func sharedStringValue(v reflect.Value) reflect.Value {
 func (w *walker) mapValue(v reflect.Value, elem *plan, depth int) reflect.Value {
 	switch v.Kind() {
 	case reflect.String:
-		return sharedStringValue(v)
+		return w.sharedStringValue(v)
 	case reflect.Pointer:
 		if !v.IsNil() {
 			w.walk(elem, v.UnsafePointer(), depth)
@@ -234,7 +237,7 @@ func (w *walker) iface(v reflect.Value, depth int) {
 // values of its own name, uid and resourceVersion (see ownField).
 func (w *walker) unstructured(obj map[string]interface{}) {
 	for k, v := range obj {
-		ck, cv := shareString(k), v
+		ck, cv := w.share(k), v
 		if md, ok := v.(map[string]interface{}); ok && k == "metadata" {
 			w.jsonFields(md, 1, ownMetadataField)
 		} else {
@@ -253,7 +256,7 @@ func (w *walker) jsonFields(m map[string]interface{}, depth int, skip func(strin
 		return
 	}
 	for k, v := range m {
-		ck, cv := shareString(k), v
+		ck, cv := w.share(k), v
 		if skip == nil || !skip(k) {
 			cv = w.json(v, depth+1)
 		}
@@ -272,9 +275,9 @@ func (w *walker) json(v interface{}, depth int) interface{} {
 		if x == "" {
 			return v
 		}
-		return unique.Make(v).Value()
+		return w.t.box(v)
 	case int64, float64:
-		return unique.Make(v).Value()
+		return w.t.box(v)
 	case map[string]interface{}:
 		w.jsonFields(x, depth, nil)
 	case []interface{}:

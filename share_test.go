@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -46,7 +47,7 @@ func TestShareKeepsEveryValue(t *testing.T) {
 	for _, obj := range []interface{}{decodedPod(t, 3), decodedPod(t, 4), decodedUnstructuredPod(t, 5)} {
 		before := deepCopyOf(t, obj)
 		wantJSON, _ := json.Marshal(before)
-		shareObject(obj)
+		newShareTable().object(obj)
 		if !reflect.DeepEqual(obj, before) {
 			t.Errorf("%T changed by sharing", obj)
 		}
@@ -85,8 +86,9 @@ func mapKey[V any](m map[string]V, k string) string {
 func TestShareSharesEqualValues(t *testing.T) {
 	// Pods 0 and 1 are in one ReplicaSet; 0 and podNodes on one node.
 	a, b, c := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, podNodes)
+	tab := newShareTable()
 	for _, p := range []*corev1.Pod{a, b, c} {
-		shareObject(p)
+		tab.object(p)
 	}
 	checks := map[string]bool{
 		"label value": sameString(a.Labels["app.kubernetes.io/name"], b.Labels["app.kubernetes.io/name"]),
@@ -123,8 +125,9 @@ func resourceKey(l corev1.ResourceList, name corev1.ResourceName) corev1.Resourc
 // boxed values; the own name is left alone.
 func TestShareUnstructured(t *testing.T) {
 	a, b := decodedUnstructuredPod(t, 0), decodedUnstructuredPod(t, 1)
-	shareObject(a)
-	shareObject(b)
+	tab := newShareTable()
+	tab.object(a)
+	tab.object(b)
 	label := func(u *unstructured.Unstructured) interface{} {
 		return u.Object["metadata"].(map[string]interface{})["labels"].(map[string]interface{})["app.kubernetes.io/name"]
 	}
@@ -160,8 +163,9 @@ func TestSharePlansRecursiveTypes(t *testing.T) {
 		return &cycB{A: &cycA{B: &cycB{A: &cycA{S: strings.Repeat("v", 40)}}}}
 	}
 	b1, b2 := deep(), deep()
-	shareObject(b1)
-	shareObject(b2)
+	tab := newShareTable()
+	tab.object(b1)
+	tab.object(b2)
 	if !sameString(b1.A.B.A.S, b2.A.B.A.S) {
 		t.Error("a string reached through the cycle of types was not shared")
 	}
@@ -178,5 +182,65 @@ type selfRef struct {
 func TestShareStopsOnSelfReference(t *testing.T) {
 	l := &selfRef{S: "x"}
 	l.Next, l.L, l.M = l, []*selfRef{l, l}, map[string]*selfRef{"k": l}
-	shareObject(l)
+	newShareTable().object(l)
+}
+
+// The table's generations: a value met in every generation keeps its
+// canonical copy; one not met for two generations is forgotten and comes
+// back as a new copy; a sync makes a generation span the objects it had.
+func TestShareTableGenerations(t *testing.T) {
+	type pair struct{ Kept, Own string }
+	tab := newShareTable()
+	first := &pair{Kept: strings.Clone("kept-value"), Own: strings.Clone("own-0")}
+	tab.object(first)
+	for i := 1; i <= 2*minShareSpan; i++ {
+		tab.object(&pair{Kept: strings.Clone("kept-value"), Own: "own-" + strconv.Itoa(i)})
+	}
+	again := &pair{Kept: strings.Clone("kept-value"), Own: strings.Clone("own-0")}
+	tab.object(again)
+	if !sameString(again.Kept, first.Kept) {
+		t.Error("a value met in every generation got a new canonical copy")
+	}
+	if sameString(again.Own, first.Own) {
+		t.Error("a value not met for two generations was still held")
+	}
+	if n := tab.size(); n > 2*minShareSpan+2 {
+		t.Errorf("the table holds %d values, more than two generations' %d", n, 2*minShareSpan+2)
+	}
+	tab.synced(5 * minShareSpan)
+	if tab.span != 5*minShareSpan {
+		t.Errorf("a sync of %d objects left the span at %d", 5*minShareSpan, tab.span)
+	}
+}
+
+// BenchmarkShareObject is the cost of sharing one decoded realistic Pod
+// through a table that has seen its ReplicaSet's siblings: the CPU that
+// ShareStrings adds per object on the LIST and watch paths.
+//
+//	go test -run '^$' -bench BenchmarkShareObject -benchmem .
+func BenchmarkShareObject(b *testing.B) {
+	const pool = 4 * podsPerReplicaSet * 64
+	pods := make([]*corev1.Pod, pool)
+	for i := range pods {
+		pods[i] = decodedPod(b, i)
+	}
+	tab := newShareTable()
+	for _, p := range pods {
+		tab.object(p.DeepCopy())
+	}
+	// Fresh copies are made a batch at a time outside the timer, so the
+	// timer holds the walks and lookups, not the stops and starts.
+	batch := make([]*corev1.Pod, 0, pool)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if len(batch) == 0 {
+			b.StopTimer()
+			for _, p := range pods {
+				batch = append(batch, p.DeepCopy())
+			}
+			b.StartTimer()
+		}
+		tab.object(batch[len(batch)-1])
+		batch = batch[:len(batch)-1]
+	}
 }

@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// BenchmarkMemorySideBySide compares client-go's SharedIndexInformer with
+// ours (default options, ShareStrings, ShareStrings with
+// DropManagedFields) on realistic Pods decoded from bytes for every LIST,
+// each run in a process of its own so that no implementation's heap hides
+// in another's. It takes about 20 minutes at its default sizes:
+//
+//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 2h .
+//
+// KREFLECTOR_MEMBENCH_SIZES (default "10000,100000") and
+// KREFLECTOR_MEMBENCH_RUNS (processes per implementation and size, default
+// 3) change the work. Page files go to .cache/membench (about 4 GB at the
+// default sizes), kept for the next run. It prints a table of medians and
+// the goals of issue 20 against them.
+func BenchmarkMemorySideBySide(b *testing.B) {
+	sizes, err := parseMemSizes(cmpEnv("KREFLECTOR_MEMBENCH_SIZES", "10000,100000"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs, err := strconv.Atoi(cmpEnv("KREFLECTOR_MEMBENCH_RUNS", "3"))
+	if err != nil || runs < 1 {
+		b.Fatalf("bad KREFLECTOR_MEMBENCH_RUNS: %v", err)
+	}
+	dir := ".cache/membench"
+	if err := writeAllMemPages(dir, sizes); err != nil {
+		b.Fatal(err)
+	}
+	all := map[memKey][]memResult{}
+	for rep := range runs {
+		for _, n := range sizes {
+			cfgs := memConfigs(dir, n)
+			for k := range cfgs {
+				// The order turns with each repetition, so no
+				// implementation always runs first.
+				cfg := cfgs[(k+rep)%len(cfgs)]
+				res, err := runMemChildProcess(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				all[cfg.key()] = append(all[cfg.key()], *res)
+			}
+		}
+	}
+	printMemTables(os.Stdout, sizes, runs, all)
+}
+
+// memKey identifies a configuration across repetitions.
+type memKey struct {
+	impl, encoding string
+	n              int
+}
+
+func (c memChildConfig) key() memKey { return memKey{c.Impl, c.Encoding, c.N} }
+
+// memImplOrder is the order of the tables' rows.
+var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+share+drop"}
+
+// memConfigs are the processes run for n Pods: every implementation on
+// JSON, and client-go's and ours on protobuf, timing only.
+func memConfigs(dir string, n int) []memChildConfig {
+	var cfgs []memChildConfig
+	for _, impl := range memImplOrder {
+		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "json", Dir: dir})
+	}
+	for _, impl := range memImplOrder[:2] {
+		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "protobuf", Dir: dir, TimeOnly: true})
+	}
+	return cfgs
+}
+
+func writeAllMemPages(dir string, sizes []int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, n := range sizes {
+		for v := range memVersions {
+			for _, enc := range []string{"json", "protobuf"} {
+				if err := writeMemPages(memPagesPath(dir, n, v, enc), n, v, enc); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// runMemChildProcess runs this test binary again as one child process.
+func runMemChildProcess(cfg memChildConfig) (*memResult, error) {
+	spec, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMemChild$", "-test.count=1", "-test.timeout=1h", "-test.v")
+	cmd.Env = append(os.Environ(), memChildEnv+"="+string(spec))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("membench child %s: %w\n%s", spec, err, out.String())
+	}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), memResultPrefix); ok {
+			var res memResult
+			err := json.Unmarshal([]byte(line), &res)
+			return &res, err
+		}
+	}
+	return nil, fmt.Errorf("membench child %s printed no result:\n%s", spec, out.String())
+}
+
+// cmpEnv is the environment variable name, or def if unset or empty.
+func cmpEnv(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// median is the median of f over rs (the lower middle for an even count).
+func median(rs []memResult, f func(memResult) float64) float64 {
+	vs := make([]float64, len(rs))
+	for i, r := range rs {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	if len(vs) == 0 {
+		return 0
+	}
+	return vs[(len(vs)-1)/2]
+}

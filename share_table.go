@@ -1,0 +1,113 @@
+package cache
+
+import (
+	"strings"
+	"sync"
+)
+
+// minShareSpan is the fewest objects a generation of a shareTable spans.
+const minShareSpan = 1024
+
+// shareTable holds the canonical copy of each value its Reflector's
+// objects had, for ShareStrings. It is the Reflector's own: its memory
+// goes with the Reflector, and no other Reflector's lookups contend with
+// its own.
+//
+// Bounded by generations: the values met while walking the current span
+// objects are in cur, those of the span objects before in prev; once cur
+// has spanned its objects it becomes prev and the older generation is
+// dropped. A value met again moves to cur, so what the live objects keep
+// meeting stays; a value not met for two generations is forgotten (should
+// it come back, it gets a new canonical copy). span is at least the
+// number of objects of the latest sync (see synced), so a relist meets
+// every value of the cache in the table, and the table holds at most the
+// distinct values of 2×span objects: it follows the size of the cache,
+// not the history of churn through it.
+//
+// A Reflector walks objects from its LIST's goroutine and from its loop
+// goroutine, one after the other; mu makes that safe even should an
+// abandoned LIST still be walking.
+type shareTable struct {
+	mu sync.Mutex
+	// cur and prev map each value to its canonical copy; curBoxes and
+	// prevBoxes map unstructured values (strings and numbers in an
+	// interface) to their canonical boxes.
+	cur, prev           map[string]string
+	curBoxes, prevBoxes map[any]any
+	// walked counts the objects walked in the current generation.
+	walked, span int
+}
+
+func newShareTable() *shareTable {
+	return &shareTable{
+		cur: map[string]string{}, curBoxes: map[any]any{},
+		span: minShareSpan,
+	}
+}
+
+// object shares obj's values in place (see shareObjectIn).
+func (t *shareTable) object(obj any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.walked >= t.span {
+		t.rotate()
+	}
+	t.walked++
+	shareObjectIn(t, obj)
+}
+
+// synced is told that a sync of items objects completed: a generation
+// spans at least that many objects from now on.
+func (t *shareTable) synced(items int) {
+	t.mu.Lock()
+	t.span = max(minShareSpan, items)
+	t.mu.Unlock()
+}
+
+// rotate starts a generation.
+func (t *shareTable) rotate() {
+	t.prev, t.prevBoxes = t.cur, t.curBoxes
+	t.cur = make(map[string]string, len(t.prev))
+	t.curBoxes = make(map[any]any, len(t.prevBoxes))
+	t.walked = 0
+}
+
+// canon returns the canonical copy of s, a non-empty string. A new value
+// is copied, so the table never keeps alive memory that s might share
+// with something larger (a decoder's buffer).
+func (t *shareTable) canon(s string) string {
+	if c, ok := t.cur[s]; ok {
+		return c
+	}
+	c, ok := t.prev[s]
+	if !ok {
+		c = strings.Clone(s)
+	}
+	t.cur[c] = c
+	return c
+}
+
+// box returns the canonical box of v, a non-empty string, an int64 or a
+// float64 held in an interface.
+func (t *shareTable) box(v any) any {
+	if c, ok := t.curBoxes[v]; ok {
+		return c
+	}
+	c, ok := t.prevBoxes[v]
+	if !ok {
+		if s, isString := v.(string); isString {
+			c = any(t.canon(s))
+		} else {
+			c = v
+		}
+	}
+	t.curBoxes[c] = c
+	return c
+}
+
+// size is the number of values the table holds, both generations.
+func (t *shareTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.cur) + len(t.prev) + len(t.curBoxes) + len(t.prevBoxes)
+}
