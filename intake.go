@@ -19,7 +19,8 @@ import (
 //     so the new copy becomes garbage with its page instead of living
 //     until the store's Replace; nothing else is done to a held object.
 //  2. managedFields are dropped (DropManagedFields).
-//  3. Equal strings are shared (ShareStrings).
+//  3. Equal strings are shared (ShareStrings), and equal maps
+//     (ShareMaps, unless the store transforms: see storeTransforms).
 //
 // Watch events get steps 2 and 3. A store's own transform (a
 // TransformingStore's, an informer's) comes after all three, where the
@@ -31,7 +32,8 @@ type intake struct {
 	// held finds what the store holds; nil when it cannot be asked.
 	held heldObjects
 	// dropManagedFields is the lean option of that name; table, set
-	// under ShareStrings, holds the canonical copies of shared values.
+	// under ShareStrings or ShareMaps, holds the canonical copies of
+	// shared values.
 	dropManagedFields bool
 	table             *shareTable
 	// filled says a sync has completed, so the store may hold objects.
@@ -43,8 +45,9 @@ type intake struct {
 // store, or nil when it has nothing to do.
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 	in := &intake{dropManagedFields: o.DropManagedFields}
-	if o.ShareStrings {
-		in.table = newShareTable()
+	maps := o.ShareMaps && !storeTransforms(store)
+	if o.ShareStrings || maps {
+		in.table = newShareTableOf(o.ShareStrings, maps)
 	}
 	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
 		in.held = heldIn(store)
@@ -206,6 +209,19 @@ func heldIn(store ReflectorStore) heldObjects {
 		return nil
 	}
 	return heldInStore{store: g, sameType: true}
+}
+
+// storeTransforms says whether store may change the objects it is given
+// (a transform of its own), or cannot be known not to. Maps are not
+// shared for such a store: a transform that changes a map in place (drops
+// an annotation, say) would change it for every object sharing it.
+func storeTransforms(store ReflectorStore) bool {
+	// client-go's queues (and the informers' queue, which embeds one) are
+	// TransformingStores.
+	if ts, ok := store.(TransformingStore); ok {
+		return ts.Transformer() != nil
+	}
+	return clientGoStoreTransforms(store)
 }
 
 // clientGoStoreType is the type of client-go's NewStore and NewIndexer.

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkMemorySideBySide compares client-go's SharedIndexInformer with
-// ours (default options, ShareStrings, ShareStrings with
+// ours (default options; ShareStrings; "lean": ShareStrings, ShareMaps and
 // DropManagedFields) on realistic Pods decoded from bytes for every LIST,
 // each run in a process of its own so that no implementation's heap hides
 // in another's. It takes about 20 minutes at its default sizes:
@@ -67,7 +67,7 @@ type memKey struct {
 func (c memChildConfig) key() memKey { return memKey{c.Impl, c.Encoding, c.N} }
 
 // memImplOrder is the order of the tables' rows.
-var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+share+drop"}
+var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean"}
 
 // memConfigs are the processes run for n Pods: every implementation on
 // JSON, and client-go's and ours on protobuf, timing only.

@@ -79,8 +79,8 @@ var memImpls = map[string]func(lw clientgocache.ListerWatcher) clientgocache.Sha
 	"kreflector+share": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
 		return memOurs(lw, ReflectorOptions{ShareStrings: true})
 	},
-	"kreflector+share+drop": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, ReflectorOptions{ShareStrings: true, DropManagedFields: true})
+	"kreflector+lean": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
+		return memOurs(lw, ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
 	},
 }
 

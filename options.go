@@ -201,6 +201,26 @@ type ReflectorOptions struct {
 	// must never be written to). Costs CPU per object (a walk of its
 	// fields, one table lookup per value).
 	ShareStrings bool
+	// ShareMaps makes the typed objects the store gets share equal maps
+	// whole: a map whose keys are strings and whose values are strings
+	// (labels, annotations, selectors) or resource quantities (resource
+	// lists) is replaced by an equal map the Reflector already holds, if
+	// it holds one, so objects made from one template (a ReplicaSet's
+	// Pods) hold their maps once. A small Go map costs far more than its
+	// strings (a Pod's labels about 300 bytes, each container's resource
+	// list about 650), so this saves more than ShareStrings does on Pods.
+	// Equal means the same keys with values equal byte for byte, or for
+	// quantities of one format, equal in value (they encode to the same
+	// canonical string). Maps are kept in the table ShareStrings uses, with
+	// its bound. Not done when the store transforms the objects it is
+	// given (an informer's SetTransform, a TransformingStore, client-go's
+	// store or queue built with a transformer): a transform that changes a
+	// map in place would change it for every object sharing it. A shared
+	// map is shared memory: writing into it (a handler adding a label to
+	// a cached object without copying it first, which is already a bug)
+	// changes other objects. Unstructured content is not affected.
+	// Independent of ShareStrings; the two are meant to be used together.
+	ShareMaps bool
 	// DropManagedFields removes metadata.managedFields from the objects
 	// the store gets (LIST pages as they arrive, WatchList initial events,
 	// watch events), typed or unstructured. Most programs never read them,
@@ -208,7 +228,7 @@ type ReflectorOptions struct {
 	//
 	// Order: for the objects of a sync, an object reused under
 	// ReuseHeldObjects gets nothing more; others have their managedFields
-	// dropped, then their strings shared, and then reach the store, whose
+	// dropped, then their strings and maps shared, and then reach the store, whose
 	// own transform (an informer's SetTransform, a TransformingStore's)
 	// runs last, where the store runs it: client-go's queues and stores
 	// at Replace for a LIST, as each object arrives for a WatchList, at

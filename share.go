@@ -61,7 +61,9 @@ func shareObjectIn(t *shareTable, obj interface{}) {
 	case nil:
 		return
 	case *unstructured.Unstructured:
-		if o != nil {
+		// Unstructured content shares strings only; its maps are not
+		// shared whole.
+		if o != nil && t.strings {
 			(&walker{t: t, left: maxShareVisits}).unstructured(o.Object)
 		}
 		return
@@ -76,7 +78,7 @@ func shareObjectIn(t *shareTable, obj interface{}) {
 
 // share returns the canonical copy of s.
 func (w *walker) share(s string) string {
-	if s == "" {
+	if s == "" || !w.t.strings {
 		return s
 	}
 	return w.t.canon(s)
@@ -113,11 +115,17 @@ func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 			w.walk(s.elem, unsafe.Add(at, i*s.size), depth+1)
 		}
 	case walkStringMap:
-		w.stringMap(*(*map[string]string)(at))
+		w.stringMapAt((*map[string]string)(at))
 	case walkJSONMap:
 		w.jsonFields(*(*map[string]interface{})(at), depth+1, nil)
 	case walkMap:
-		w.mapValues(reflect.NewAt(s.typ, at).Elem(), s.elem, depth+1)
+		m := reflect.NewAt(s.typ, at).Elem()
+		w.mapValues(m, s.elem, depth+1)
+		if s.shareable && w.t.maps && m.Len() > 0 {
+			if c := w.t.canonMap(m); c.UnsafePointer() != m.UnsafePointer() {
+				m.Set(c)
+			}
+		}
 	case walkInterface:
 		w.iface(reflect.NewAt(s.typ, at).Elem(), depth+1)
 	}
@@ -127,7 +135,7 @@ func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 // is another one.
 func (w *walker) stringAt(p *string) {
 	s := *p
-	if s == "" {
+	if s == "" || !w.t.strings {
 		return
 	}
 	if c := w.t.canon(s); unsafe.StringData(c) != unsafe.StringData(s) {
@@ -140,7 +148,7 @@ func (w *walker) stringAt(p *string) {
 // empty or nil slice is left as it is.
 func (w *walker) bytesAt(p *[]byte) {
 	b := *p
-	if len(b) == 0 {
+	if len(b) == 0 || !w.t.strings {
 		return
 	}
 	// The lookup reads b's bytes in place; the table copies them if they
@@ -151,9 +159,27 @@ func (w *walker) bytesAt(p *[]byte) {
 	}
 }
 
+// stringMapAt shares the keys and values of the map at p, then the map
+// itself.
+func (w *walker) stringMapAt(p *map[string]string) {
+	m := *p
+	if len(m) == 0 {
+		return
+	}
+	w.stringMap(m)
+	if w.t.maps {
+		if c := w.t.canonStringMap(m); !sameMap(c, m) {
+			*p = c
+		}
+	}
+}
+
 // stringMap shares m's keys and values. Assigning to an existing key
 // stores the key given, so the canonical key replaces the decoded one.
 func (w *walker) stringMap(m map[string]string) {
+	if !w.t.strings {
+		return
+	}
 	for k, v := range m {
 		ck, cv := w.share(k), w.share(v)
 		if unsafe.StringData(ck) != unsafe.StringData(k) || unsafe.StringData(cv) != unsafe.StringData(v) {
@@ -169,7 +195,10 @@ func (w *walker) mapValues(m reflect.Value, elem *plan, depth int) {
 		return
 	}
 	t := m.Type()
-	stringKeys := t.Key().Kind() == reflect.String
+	stringKeys := t.Key().Kind() == reflect.String && w.t.strings
+	if !stringKeys && elem == nil {
+		return
+	}
 	it := m.MapRange()
 	for it.Next() {
 		k, v := it.Key(), it.Value()
@@ -225,7 +254,7 @@ func (w *walker) iface(v reflect.Value, depth int) {
 		}
 		return
 	}
-	if v.NumMethod() != 0 {
+	if v.NumMethod() != 0 || !w.t.strings {
 		return
 	}
 	if c := w.json(e.Interface(), depth); !sameObject(c, e.Interface()) {

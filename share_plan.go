@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -41,6 +42,8 @@ type walkStep struct {
 	size, n uintptr
 	// typ is the type of a map or interface, walked through reflect.
 	typ reflect.Type
+	// shareable says a map of typ is shared whole under ShareMaps.
+	shareable bool
 }
 
 var (
@@ -55,14 +58,25 @@ var (
 	stringMapType  = reflect.TypeFor[map[string]string]()
 	jsonMapType    = reflect.TypeFor[map[string]interface{}]()
 	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	// A container's ID names one run of one container: no other object
+	// holds it.
+	containerStatusType     = reflect.TypeFor[corev1.ContainerStatus]()
+	containerTerminatedType = reflect.TypeFor[corev1.ContainerStateTerminated]()
 )
 
 // ownField says whether field name of struct type t holds a value that
 // is the object's own, never equal to another object's of the resource:
-// its name, uid and resourceVersion. Sharing skips them, as a table entry
-// for a value met once is work for nothing.
+// its name, uid and resourceVersion, and a container's ID in a Pod's
+// status. Sharing skips them: a table entry for a value met once costs
+// memory and work for nothing.
 func ownField(t reflect.Type, name string) bool {
-	return t == objectMetaType && ownMetadataField(name)
+	switch t {
+	case objectMetaType:
+		return ownMetadataField(name)
+	case containerStatusType, containerTerminatedType:
+		return name == "ContainerID"
+	}
+	return false
 }
 
 // ownMetadataField: the same, by the field's name in JSON or Go.
@@ -150,7 +164,7 @@ func (b *planBuilder) mapStep(t reflect.Type, off uintptr) walkStep {
 	case jsonMapType:
 		return walkStep{off: off, kind: walkJSONMap}
 	}
-	s := walkStep{off: off, kind: walkMap, typ: t}
+	s := walkStep{off: off, kind: walkMap, typ: t, shareable: shareableMap(t)}
 	if b.holdsStrings(t.Elem()) {
 		s.elem = b.plan(t.Elem())
 	}

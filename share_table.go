@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
 )
@@ -9,7 +10,7 @@ import (
 const minShareSpan = 1024
 
 // shareTable holds the canonical copy of each value its Reflector's
-// objects had, for ShareStrings. It is the Reflector's own: its memory
+// objects had, for ShareStrings, and of each shareable map, for ShareMaps. It is the Reflector's own: its memory
 // goes with the Reflector, and no other Reflector's lookups contend with
 // its own.
 //
@@ -34,14 +35,26 @@ type shareTable struct {
 	// interface) to their canonical boxes.
 	cur, prev           map[string]string
 	curBoxes, prevBoxes map[any]any
+	// curMaps and prevMaps map each shareable map's content to the map
+	// that stands for it (see share_maps.go).
+	curMaps, prevMaps map[mapID]any
 	// walked counts the objects walked in the current generation.
 	walked, span int
+	// strings and maps say what is shared: strings and byte slices
+	// (ShareStrings), whole maps (ShareMaps). Set at construction.
+	strings, maps bool
+	seed          maphash.Seed
 }
 
-func newShareTable() *shareTable {
+// newShareTable returns a table that shares strings and byte slices.
+func newShareTable() *shareTable { return newShareTableOf(true, false) }
+
+// newShareTableOf returns a table that shares strings and byte slices if
+// strings is set, and shareable maps if maps is.
+func newShareTableOf(strings, maps bool) *shareTable {
 	return &shareTable{
-		cur: map[string]string{}, curBoxes: map[any]any{},
-		span: minShareSpan,
+		cur: map[string]string{}, curBoxes: map[any]any{}, curMaps: map[mapID]any{},
+		span: minShareSpan, strings: strings, maps: maps, seed: maphash.MakeSeed(),
 	}
 }
 
@@ -69,6 +82,7 @@ func (t *shareTable) rotate() {
 	t.prev, t.prevBoxes = t.cur, t.curBoxes
 	t.cur = make(map[string]string, len(t.prev))
 	t.curBoxes = make(map[any]any, len(t.prevBoxes))
+	t.prevMaps, t.curMaps = t.curMaps, make(map[mapID]any, len(t.curMaps))
 	t.walked = 0
 }
 
@@ -109,5 +123,5 @@ func (t *shareTable) box(v any) any {
 func (t *shareTable) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.cur) + len(t.prev) + len(t.curBoxes) + len(t.prevBoxes)
+	return len(t.cur) + len(t.prev) + len(t.curBoxes) + len(t.prevBoxes) + len(t.curMaps) + len(t.prevMaps)
 }

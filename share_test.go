@@ -82,7 +82,8 @@ func mapKey[V any](m map[string]V, k string) string {
 
 // Equal strings and byte slices of two typed Pods end up in one copy:
 // label keys and values, images, node names, managedFields' field sets,
-// resource names; each Pod's own name is not looked up at all.
+// resource names; each Pod's own name, uid and container IDs are not
+// looked up at all.
 func TestShareSharesEqualValues(t *testing.T) {
 	// Pods 0 and 1 are in one ReplicaSet; 0 and podNodes on one node.
 	a, b, c := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, podNodes)
@@ -109,6 +110,11 @@ func TestShareSharesEqualValues(t *testing.T) {
 	}
 	if sameString(a.Name, b.Name) || a.Name == b.Name {
 		t.Error("the Pods' names are one string")
+	}
+	for _, own := range []string{a.Name, string(a.UID), a.Status.ContainerStatuses[0].ContainerID} {
+		if _, held := tab.cur[own]; held || own == "" {
+			t.Errorf("a Pod's own value %q is in the table", own)
+		}
 	}
 }
 
@@ -189,23 +195,32 @@ func TestShareStopsOnSelfReference(t *testing.T) {
 // canonical copy; one not met for two generations is forgotten and comes
 // back as a new copy; a sync makes a generation span the objects it had.
 func TestShareTableGenerations(t *testing.T) {
-	type pair struct{ Kept, Own string }
-	tab := newShareTable()
-	first := &pair{Kept: strings.Clone("kept-value"), Own: strings.Clone("own-0")}
+	type pair struct {
+		Kept, Own string
+		M         map[string]string
+	}
+	own := func(i int) *pair {
+		v := "own-" + strconv.Itoa(i)
+		return &pair{Kept: strings.Clone("kept-value"), Own: v, M: map[string]string{"k": strings.Clone(v)}}
+	}
+	tab := newShareTableOf(true, true)
+	first := own(0)
 	tab.object(first)
 	for i := 1; i <= 2*minShareSpan; i++ {
-		tab.object(&pair{Kept: strings.Clone("kept-value"), Own: "own-" + strconv.Itoa(i)})
+		tab.object(own(i))
 	}
-	again := &pair{Kept: strings.Clone("kept-value"), Own: strings.Clone("own-0")}
+	again := own(0)
 	tab.object(again)
 	if !sameString(again.Kept, first.Kept) {
 		t.Error("a value met in every generation got a new canonical copy")
 	}
-	if sameString(again.Own, first.Own) {
-		t.Error("a value not met for two generations was still held")
+	if sameString(again.Own, first.Own) || sameMapOf(again.M, first.M) {
+		t.Error("a value or map not met for two generations was still held")
 	}
-	if n := tab.size(); n > 2*minShareSpan+2 {
-		t.Errorf("the table holds %d values, more than two generations' %d", n, 2*minShareSpan+2)
+	// Per object: its own string and its own map; "kept-value" and "k"
+	// once per generation.
+	if n, bound := tab.size(), 2*(2*minShareSpan+2); n > bound {
+		t.Errorf("the table holds %d values and maps, more than two generations' %d", n, bound)
 	}
 	tab.synced(5 * minShareSpan)
 	if tab.span != 5*minShareSpan {

@@ -1,0 +1,135 @@
+package cache
+
+import (
+	"hash/maphash"
+	"maps"
+	"math"
+	"reflect"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Sharing equal maps across objects (ReflectorOptions.ShareMaps).
+//
+// A decoded map costs far more than its entries: a Go map of up to eight
+// entries is a header and a group of eight slots, so a Pod's six labels
+// take about 300 bytes before their strings, and each of its containers'
+// resource lists (map[ResourceName]Quantity, 72 bytes a slot) about 650.
+// Objects made from one template (a ReplicaSet's Pods) hold equal maps:
+// the table keeps one of them per content and the others are replaced by
+// it, whole. Only maps whose keys are strings and whose values are strings
+// or resource.Quantity are shared: their content is plain values, so
+// "equal" is exact.
+
+// quantityType is resource.Quantity's type, the one non-string map value
+// that maps are shared with.
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// shareableMap says whether maps of type t are shared under ShareMaps.
+func shareableMap(t reflect.Type) bool {
+	return t.Kind() == reflect.Map && t.Key().Kind() == reflect.String &&
+		(t.Elem().Kind() == reflect.String || t.Elem() == quantityType)
+}
+
+// mapID names a map's content in the table: its type and a hash of its
+// entries. Two maps with one ID are compared before one stands for the
+// other, so a collision only costs a missed share.
+type mapID struct {
+	typ reflect.Type
+	sum uint64
+}
+
+// entryHash mixes the hashes of one entry's key and value; entries are
+// combined by addition, so a map's hash does not depend on its order.
+func entryHash(k, v uint64) uint64 { return (k ^ 0x9e3779b97f4a7c15) * (v | 1) }
+
+// canonStringMap returns the map the table holds with m's content, or m
+// itself, which the table then holds, when it has none.
+func (t *shareTable) canonStringMap(m map[string]string) map[string]string {
+	var sum uint64
+	for k, v := range m {
+		sum += entryHash(maphash.String(t.seed, k), maphash.String(t.seed, v))
+	}
+	id := mapID{typ: stringMapType, sum: sum + uint64(len(m))}
+	c := t.canonMapBy(id, m, func(held any) bool {
+		h, ok := held.(map[string]string)
+		return ok && maps.Equal(h, m)
+	})
+	return c.(map[string]string)
+}
+
+// canonMap is canonStringMap for m, a map of a type shareableMap allows,
+// through reflection.
+func (t *shareTable) canonMap(m reflect.Value) reflect.Value {
+	quantities := m.Type().Elem() == quantityType
+	var sum uint64
+	it := m.MapRange()
+	for it.Next() {
+		sum += entryHash(maphash.String(t.seed, it.Key().String()), t.valueHash(it.Value(), quantities))
+	}
+	id := mapID{typ: m.Type(), sum: sum + uint64(m.Len())}
+	c := t.canonMapBy(id, m.Interface(), func(held any) bool {
+		return equalMaps(reflect.ValueOf(held), m, quantities)
+	})
+	return reflect.ValueOf(c)
+}
+
+// valueHash hashes a map value: a string's bytes, or a quantity's format
+// and numeric value (equal quantities hash alike, see equalMapValues).
+func (t *shareTable) valueHash(v reflect.Value, quantity bool) uint64 {
+	if !quantity {
+		return maphash.String(t.seed, v.String())
+	}
+	q := v.Interface().(resource.Quantity)
+	return maphash.String(t.seed, string(q.Format)) ^ math.Float64bits(q.AsApproximateFloat64())
+}
+
+// equalMaps says whether a and b, maps of one shareable type, hold the
+// same keys with equal values.
+func equalMaps(a, b reflect.Value, quantities bool) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	it := b.MapRange()
+	for it.Next() {
+		av := a.MapIndex(it.Key())
+		if !av.IsValid() || !equalMapValues(av, it.Value(), quantities) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalMapValues: strings equal byte for byte; quantities of one format
+// and equal value (which encode to the same canonical string).
+func equalMapValues(a, b reflect.Value, quantity bool) bool {
+	if !quantity {
+		return a.String() == b.String()
+	}
+	qa, qb := a.Interface().(resource.Quantity), b.Interface().(resource.Quantity)
+	return qa.Format == qb.Format && qa.Cmp(qb) == 0
+}
+
+// canonMapBy returns the map held under id if equal says it has m's
+// content (moving it to the current generation), otherwise m, which
+// becomes the held one unless another map holds id in this generation.
+func (t *shareTable) canonMapBy(id mapID, m any, equal func(held any) bool) any {
+	if c, ok := t.curMaps[id]; ok {
+		if equal(c) {
+			return c
+		}
+		return m
+	}
+	if c, ok := t.prevMaps[id]; ok && equal(c) {
+		t.curMaps[id] = c
+		return c
+	}
+	t.curMaps[id] = m
+	return m
+}
+
+// sameMap says whether a and b are one map (not merely equal ones).
+func sameMap(a, b map[string]string) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
