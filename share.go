@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -118,14 +120,10 @@ func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 		w.stringMapAt((*map[string]string)(at))
 	case walkJSONMap:
 		w.jsonFields(*(*map[string]interface{})(at), depth+1, nil)
+	case walkResourceList:
+		w.resourceListAt((*corev1.ResourceList)(at))
 	case walkMap:
-		m := reflect.NewAt(s.typ, at).Elem()
-		w.mapValues(m, s.elem, depth+1)
-		if s.shareable && w.t.maps && m.Len() > 0 {
-			if c := w.t.canonMap(m); c.UnsafePointer() != m.UnsafePointer() {
-				m.Set(c)
-			}
-		}
+		w.mapAt(s, reflect.NewAt(s.typ, at).Elem(), depth+1)
 	case walkInterface:
 		w.iface(reflect.NewAt(s.typ, at).Elem(), depth+1)
 	}
@@ -159,19 +157,58 @@ func (w *walker) bytesAt(p *[]byte) {
 	}
 }
 
-// stringMapAt shares the keys and values of the map at p, then the map
-// itself.
+// stringMapAt replaces the map at p by an equal one the table holds
+// (under ShareMaps), or else shares its keys and values. A map the table
+// did not hold is held from now on, its strings shared in place.
 func (w *walker) stringMapAt(p *map[string]string) {
 	m := *p
 	if len(m) == 0 {
 		return
 	}
-	w.stringMap(m)
 	if w.t.maps {
 		if c := w.t.canonStringMap(m); !sameMap(c, m) {
 			*p = c
+			return
 		}
 	}
+	w.stringMap(m)
+}
+
+// resourceListAt is stringMapAt for a resource list: names shared as
+// keys, quantities' formats as values.
+func (w *walker) resourceListAt(p *corev1.ResourceList) {
+	m := *p
+	if len(m) == 0 {
+		return
+	}
+	if w.t.maps {
+		if c := w.t.canonResourceList(m); !sameResourceList(c, m) {
+			*p = c
+			return
+		}
+	}
+	if !w.t.strings {
+		return
+	}
+	for k, q := range m {
+		ck, cf := w.share(string(k)), w.share(string(q.Format))
+		if unsafe.StringData(ck) != unsafe.StringData(string(k)) || unsafe.StringData(cf) != unsafe.StringData(string(q.Format)) {
+			q.Format = resource.Format(cf)
+			m[corev1.ResourceName(ck)] = q
+		}
+	}
+}
+
+// mapAt is stringMapAt for m, a settable map of another type, through
+// reflection (see mapValues).
+func (w *walker) mapAt(s *walkStep, m reflect.Value, depth int) {
+	if s.shareable && w.t.maps && m.Len() > 0 {
+		if c := w.t.canonMap(m); c.UnsafePointer() != m.UnsafePointer() {
+			m.Set(c)
+			return
+		}
+	}
+	w.mapValues(m, s.elem, depth)
 }
 
 // stringMap shares m's keys and values. Assigning to an existing key

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -59,6 +60,20 @@ func (t *shareTable) canonStringMap(m map[string]string) map[string]string {
 	return c.(map[string]string)
 }
 
+// canonResourceList is canonStringMap for a resource list.
+func (t *shareTable) canonResourceList(m corev1.ResourceList) corev1.ResourceList {
+	var sum uint64
+	for k, q := range m {
+		sum += entryHash(maphash.String(t.seed, string(k)), t.quantityHash(&q))
+	}
+	id := mapID{typ: resourceListType, sum: sum + uint64(len(m))}
+	c := t.canonMapBy(id, m, func(held any) bool {
+		h, ok := held.(corev1.ResourceList)
+		return ok && maps.EqualFunc(h, m, equalQuantities)
+	})
+	return c.(corev1.ResourceList)
+}
+
 // canonMap is canonStringMap for m, a map of a type shareableMap allows,
 // through reflection.
 func (t *shareTable) canonMap(m reflect.Value) reflect.Value {
@@ -82,8 +97,16 @@ func (t *shareTable) valueHash(v reflect.Value, quantity bool) uint64 {
 		return maphash.String(t.seed, v.String())
 	}
 	q := v.Interface().(resource.Quantity)
+	return t.quantityHash(&q)
+}
+
+// quantityHash hashes a quantity's format and value.
+func (t *shareTable) quantityHash(q *resource.Quantity) uint64 {
 	return maphash.String(t.seed, string(q.Format)) ^ math.Float64bits(q.AsApproximateFloat64())
 }
+
+// equalQuantities: of one format and equal in value.
+func equalQuantities(a, b resource.Quantity) bool { return a.Format == b.Format && a.Cmp(b) == 0 }
 
 // equalMaps says whether a and b, maps of one shareable type, hold the
 // same keys with equal values.
@@ -107,8 +130,7 @@ func equalMapValues(a, b reflect.Value, quantity bool) bool {
 	if !quantity {
 		return a.String() == b.String()
 	}
-	qa, qb := a.Interface().(resource.Quantity), b.Interface().(resource.Quantity)
-	return qa.Format == qb.Format && qa.Cmp(qb) == 0
+	return equalQuantities(a.Interface().(resource.Quantity), b.Interface().(resource.Quantity))
 }
 
 // canonMapBy returns the map held under id if equal says it has m's
@@ -131,5 +153,10 @@ func (t *shareTable) canonMapBy(id mapID, m any, equal func(held any) bool) any 
 
 // sameMap says whether a and b are one map (not merely equal ones).
 func sameMap(a, b map[string]string) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+// sameResourceList is sameMap for resource lists.
+func sameResourceList(a, b corev1.ResourceList) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }

@@ -28,6 +28,7 @@ const (
 	walkArray                     // n values elem describes, size bytes apart
 	walkStringMap                 // a map[string]string
 	walkJSONMap                   // a map[string]interface{} (JSON content)
+	walkResourceList              // a corev1.ResourceList
 	walkMap                       // another map whose keys are strings or whose values elem describes
 	walkInterface                 // an interface value of type typ
 )
@@ -58,6 +59,9 @@ var (
 	stringMapType  = reflect.TypeFor[map[string]string]()
 	jsonMapType    = reflect.TypeFor[map[string]interface{}]()
 	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	// resourceListType is walked without reflection: every container of
+	// every Pod has two.
+	resourceListType = reflect.TypeFor[corev1.ResourceList]()
 	// A container's ID names one run of one container: no other object
 	// holds it.
 	containerStatusType     = reflect.TypeFor[corev1.ContainerStatus]()
@@ -163,6 +167,8 @@ func (b *planBuilder) mapStep(t reflect.Type, off uintptr) walkStep {
 		return walkStep{off: off, kind: walkStringMap}
 	case jsonMapType:
 		return walkStep{off: off, kind: walkJSONMap}
+	case resourceListType:
+		return walkStep{off: off, kind: walkResourceList}
 	}
 	s := walkStep{off: off, kind: walkMap, typ: t, shareable: shareableMap(t)}
 	if b.holdsStrings(t.Elem()) {

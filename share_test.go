@@ -230,16 +230,20 @@ func TestShareTableGenerations(t *testing.T) {
 
 // BenchmarkShareObject is the cost of sharing one decoded realistic Pod
 // through a table that has seen its ReplicaSet's siblings: the CPU that
-// ShareStrings adds per object on the LIST and watch paths.
+// ShareStrings (and ShareMaps) add per object on the LIST and watch paths.
 //
 //	go test -run '^$' -bench BenchmarkShareObject -benchmem .
 func BenchmarkShareObject(b *testing.B) {
+	b.Run("strings", func(b *testing.B) { benchShareObject(b, newShareTableOf(true, false)) })
+	b.Run("strings+maps", func(b *testing.B) { benchShareObject(b, newShareTableOf(true, true)) })
+}
+
+func benchShareObject(b *testing.B, tab *shareTable) {
 	const pool = 4 * podsPerReplicaSet * 64
 	pods := make([]*corev1.Pod, pool)
 	for i := range pods {
 		pods[i] = decodedPod(b, i)
 	}
-	tab := newShareTable()
 	for _, p := range pods {
 		tab.object(p.DeepCopy())
 	}
