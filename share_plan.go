@@ -21,16 +21,16 @@ type plan struct{ steps []walkStep }
 type walkKind uint8
 
 const (
-	walkString    walkKind = iota // a string (any type of kind string)
-	walkBytes                     // a []byte (any slice of kind-uint8 elements)
-	walkPointer                   // a pointer to a value elem describes
-	walkSlice                     // a slice of values elem describes, size bytes apart
-	walkArray                     // n values elem describes, size bytes apart
-	walkStringMap                 // a map[string]string
-	walkJSONMap                   // a map[string]interface{} (JSON content)
-	walkResourceList              // a corev1.ResourceList
-	walkMap                       // another map whose keys are strings or whose values elem describes
-	walkInterface                 // an interface value of type typ
+	walkString       walkKind = iota // a string (any type of kind string)
+	walkBytes                        // a []byte (any slice of kind-uint8 elements)
+	walkPointer                      // a pointer to a value elem describes
+	walkSlice                        // a slice of values elem describes, size bytes apart
+	walkArray                        // n values elem describes, size bytes apart
+	walkStringMap                    // a map[string]string
+	walkJSONMap                      // a map[string]interface{} (JSON content)
+	walkResourceList                 // a corev1.ResourceList
+	walkMap                          // another map whose keys are strings or whose values elem describes
+	walkInterface                    // an interface value of type typ
 )
 
 type walkStep struct {
