@@ -11,7 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache"
@@ -180,4 +182,91 @@ func (g *faultRig) expectConverged() {
 	if d := cachetest.Compare(objs, g.store.List()); !d.Empty() {
 		g.t.Fatalf("store differs from the server at %v: %s", g.now(), d)
 	}
+}
+
+// expectNoAlarm fails the test if health was Degraded at any time since
+// from.
+func (g *faultRig) expectNoAlarm(from time.Duration, what string) {
+	g.t.Helper()
+	if d := g.degraded(from, nil); len(d) > 0 {
+		g.t.Fatalf("%s must raise no alarm, but health was Degraded(%s) %v after %v; changes:%s", what, d[0].h.Reason, d[0].at-from, from, g.history())
+	}
+}
+
+// refusedWatches are the call failures a server (or its absence) answers
+// watch opens with for a while: 429 with a Retry-After of 1 s (the max
+// in-flight filter of a busy kube-apiserver, once the REST client's own
+// retries are used up) and refused connections (an apiserver restarting:
+// nothing listens on the port for a few seconds).
+var refusedWatches = []struct {
+	name   string
+	fault  cachetest.Fault
+	reason cache.DegradedReason
+	is     func(error) bool
+}{
+	{"429", cachetest.TooManyRequests(time.Second), cache.ReasonThrottled, apierrors.IsTooManyRequests},
+	{"refused", cachetest.ConnectionRefused(), cache.ReasonUnreachable, utilnet.IsConnectionRefused},
+}
+
+// refuseWatches cuts the rig's watch 30 s in, the next n watch opens
+// failing with fault; it returns the time of the cut.
+func (g *faultRig) refuseWatches(n int, fault cachetest.Fault) time.Duration {
+	g.t.Helper()
+	g.sleepUntil(30 * time.Second)
+	from := g.now()
+	g.srv.FailNext(cachetest.VerbWatch, n, fault)
+	g.srv.CloseWatches()
+	return from
+}
+
+// expectNoEarlyRetries fails the test if the Reflector made a call before
+// a Retry-After the server gave it had passed.
+func (g *faultRig) expectNoEarlyRetries() {
+	g.t.Helper()
+	if n := g.srv.Stats().EarlyRetries; n != 0 {
+		g.t.Fatalf("%d calls before a Retry-After had passed", n)
+	}
+}
+
+// expire makes the rig's watch end with a 410 at from: the watch is hung
+// (a connection lost in transit) while the server writes twice and
+// compacts its history past the watch's resourceVersion, then closed, so
+// the re-watch gets 410 Expired and the Reflector relists. The watch has
+// been open for longer than the grace period, so its end is not taken for
+// an empty watch. It returns from, the time of the close.
+func (g *faultRig) expire(at time.Duration, listFault cachetest.Fault, listFailures int) time.Duration {
+	g.t.Helper()
+	g.sleepUntil(at - 5*time.Second)
+	g.srv.HangWatches()
+	g.write()
+	g.write()
+	if err := g.srv.Compact(g.srv.ResourceVersion()); err != nil {
+		g.t.Fatal(err)
+	}
+	g.srv.FailNext(cachetest.VerbList, listFailures, listFault)
+	g.sleepUntil(at)
+	g.srv.CloseWatches()
+	return at
+}
+
+// changesFrom returns every change recorded from from on.
+func (g *faultRig) changesFrom(from time.Duration) []healthAt {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []healthAt
+	for _, c := range g.changes {
+		if c.at >= from {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// notNil accepts any error but nil: LastError must say why.
+func notNil(err error) bool { return err != nil }
+
+// healthAt is a health change and when (since the test began) it came.
+type healthAt struct {
+	h  cache.Health
+	at time.Duration
 }

@@ -15,6 +15,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// A connection that dies silently: the loss dates from the watch's last sign
+// of life. Scripted calls (cachetest's faults:
+// health_silent_death_faults_test.go).
+
 // clientLost is the ERROR event client-go's watch decoder sends when the
 // HTTP/2 health check gives up on the connection.
 func clientLost() runtime.Object {

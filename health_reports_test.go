@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,29 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
 
-func TestWaitForSyncReturnsTheCause(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("no list rights"))
-		lw := newScript([]listReply{{err: forbidden}, {err: forbidden}}, nil)
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false)})
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		go r.RunWithContext(ctx)
-		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-		defer wcancel()
-		err := r.WaitForSync(wctx)
-		if !apierrors.IsForbidden(err) || !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("WaitForSync = %v; want Forbidden, ErrNotSynced and the deadline", err)
-		}
-		h := r.Health()
-		if h.State != Degraded || h.Reason != ReasonForbidden || h.HasSynced {
-			t.Fatalf("health %+v", h)
-		}
-	})
-}
+// How health changes are reported: notifications, no change for a repeated
+// failure, no allocation when nobody waits, the grace's edge cases.
 
 // A refusal (404) is reported at once, and a sync ends it; a throttled
 // watch that the re-watch after one backoff delay mends raises no alarm
@@ -72,20 +54,6 @@ func TestHealthRecoversAndNotifies(t *testing.T) {
 	})
 }
 
-func TestWaitForSyncWithoutError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := NewReflector(newScript(nil, nil), nil, &recordingStore{}, 0)
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		if err := r.WaitForSync(ctx); !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("got %v", err)
-		}
-		if s := HealthState(7).String(); s != "HealthState(7)" {
-			t.Fatalf("unknown state string %q", s)
-		}
-	})
-}
-
 func TestHealthChangesNobodyWaitsForDoNotAllocate(t *testing.T) {
 	h := newHealth(time.Unix(0, 0), nil)
 	err := errors.New("down")
@@ -120,5 +88,39 @@ func TestRepeatedFailureIsNoChange(t *testing.T) {
 	h.set(Degraded, ReasonThrottled, errors.New("slower"), time.Unix(9, 0))
 	if calls != 2 || h.snapshot().LastError.Error() != "slower" {
 		t.Fatalf("%d notifications, LastError %v", calls, h.snapshot().LastError)
+	}
+}
+
+// With a negative HealthGrace a loss is reported at once and a sync ends
+// it; the relist's watch request is no loss of its own (no blip).
+func TestNegativeGraceReportsAtOnce(t *testing.T) {
+	lists := []listReply{{list: cmList("10", "", cm("a", "5"))}, {list: cmList("20", "", cm("a", "15"))}}
+	watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(internalStatus())}}, {delay: time.Minute, hang: true}}
+	lw := &timedLW{scriptLW: newScript(lists, watches)}
+	var changes []string
+	runTimed(t, lw, func(r *Reflector) { r.live.grace = -1 }, 2*time.Minute, &changes)
+	// The relist follows the first backoff delay (0.8-1.6 s).
+	if len(changes) != 3 || changes[1] != "Degraded/WatchFailing@0s" || !strings.HasPrefix(changes[2], "Synced/@") {
+		t.Fatalf("health changes %q", changes)
+	}
+}
+
+// The liveness timer is made once and re-armed after that: a Reflector
+// arms it at every watch request, so making one each time would cost an
+// allocation per request.
+func TestLivenessTimerIsMadeOnce(t *testing.T) {
+	l := liveness{grace: time.Hour}
+	l.arm(timerDue, time.Hour)
+	allocs := testing.AllocsPerRun(50, func() {
+		l.calling(time.Now())
+		l.opened()
+		l.arm(timerDue, time.Hour)
+		l.stopTimer()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per arm and stop after the first", allocs)
+	}
+	if l.C() != nil {
+		t.Fatal("a stopped timer's channel is selected on")
 	}
 }

@@ -1,0 +1,59 @@
+package cache
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Failure loops back off and are reported. Scripted calls (cachetest's
+// faults: health_backoff_faults_test.go).
+
+// A server that ends every watch with a 500 before it delivers anything,
+// within MaxInternalErrorRetryDuration: client-go re-watches at once, in a
+// tight loop; ours backs off between such watches (0.8 s doubling), and
+// reports the loss once it has lasted the grace period.
+func TestInternalErrorLoopBacksOff(t *testing.T) {
+	var watches []watchReply
+	for range 50 {
+		watches = append(watches, watchReply{events: []watch.Event{errEvent(internalStatus())}})
+	}
+	lw := &timedLW{scriptLW: newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)}
+	var changes []string
+	runTimed(t, lw, func(r *Reflector) { r.MaxInternalErrorRetryDuration = time.Hour }, 10*time.Second, &changes)
+	n := strings.Count(strings.Join(lw.verbs, " "), "WATCH")
+	if n < 3 || n > 6 {
+		t.Fatalf("%d watch requests in the first 10 s, want a backoff's worth (3-6)", n)
+	}
+	wantChanges(t, changes, "Synced/@0s", "Degraded/WatchFailing@10s")
+}
+
+// A WatchList relist loop: every WatchList delivers its initial events in
+// several bursts and its watch then fails at once. The initial events do
+// not end the loss (only the sync suspends it), so it is reported, and the
+// backoff between attempts keeps growing instead of starting over.
+func TestWatchListRelistLoopBacksOffAndIsReported(t *testing.T) {
+	initial := make([]watch.Event, 0, 602)
+	for i := range 600 {
+		initial = append(initial, ev(watch.Added, cm("o"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+strings.Repeat("y", i/26), "5")))
+	}
+	initial = append(initial, bookmark("10", true), errEvent(internalStatus()))
+	var watches []watchReply
+	for range 8 {
+		watches = append(watches, watchReply{events: initial})
+	}
+	lw := &timedLW{scriptLW: newScript(nil, watches)}
+	var changes []string
+	runTimed(t, lw, func(r *Reflector) { r.server.watchList = true }, 2*time.Minute, &changes)
+	if len(lw.times) < 6 {
+		t.Fatalf("%d WatchLists", len(lw.times))
+	}
+	if gap := lw.times[5].Sub(lw.times[4]); gap < 6*time.Second {
+		t.Fatalf("the fifth WatchList came %v after the fourth: the backoff started over", gap)
+	}
+	if len(changes) < 2 || !strings.HasPrefix(changes[1], "Degraded/WatchFailing@1") {
+		t.Fatalf("health changes %q", changes)
+	}
+}

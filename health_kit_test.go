@@ -1,0 +1,64 @@
+package cache
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The health tests' kit: runners that record the health changes of a
+// Reflector on scripted calls, on synctest's clock.
+
+// runTimed runs a Reflector (LIST then WATCH, default grace) on lw for d
+// of synctest time, after set has adjusted it, and records its health
+// changes in changes. Its randomness has a fixed seed: the backoff's
+// jitter, and so every time, is the same on every run.
+func runTimed(t *testing.T, lw *timedLW, set func(*Reflector), d time.Duration, changes *[]string) {
+	*changes, _ = runOn(t, lw, &lw.inflight, rand.New(rand.NewPCG(1, 2)), set, d)
+}
+
+// runScripted runs a Reflector (LIST then WATCH, default grace) on the
+// script for d of synctest time and returns its health changes and last
+// health.
+func runScripted(t *testing.T, lists []listReply, watches []watchReply, d time.Duration) ([]string, Health) {
+	lw := newScript(slices.Clone(lists), slices.Clone(watches))
+	return runOn(t, lw, &lw.inflight, nil, nil, d)
+}
+
+// runOn runs a Reflector (LIST then WATCH, default grace) on lw for d of
+// synctest time, with rnd as its randomness (nil: its own) and after set
+// (if any) has adjusted it; it waits for lw's calls in flight and returns
+// the health changes and last health.
+func runOn(t *testing.T, lw ListerWatcher, inflight *sync.WaitGroup, rnd *rand.Rand, set func(*Reflector), d time.Duration) ([]string, Health) {
+	var changes []string
+	var last Health
+	synctest.Test(t, func(t *testing.T) {
+		log := &healthLog{start: time.Now()}
+		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record, Rand: rnd}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		if set != nil {
+			set(r)
+		}
+		_, stop := startReflector(t, r)
+		time.Sleep(d)
+		synctest.Wait()
+		stop()
+		inflight.Wait()
+		changes, last = log.changes, r.Health()
+	})
+	return changes, last
+}
+
+func wantChanges(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("health changes\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
