@@ -20,10 +20,10 @@ func TestInternalErrorLoopBacksOff(t *testing.T) {
 	for range 50 {
 		watches = append(watches, watchReply{events: []watch.Event{errEvent(internalStatus())}})
 	}
-	lw := &timedLW{scriptLW: newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)}
+	lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 	var changes []string
 	runTimed(t, lw, func(r *Reflector) { r.MaxInternalErrorRetryDuration = time.Hour }, 10*time.Second, &changes)
-	n := strings.Count(strings.Join(lw.verbs, " "), "WATCH")
+	n := strings.Count(strings.Join(lw.verbs(), " "), "WATCH")
 	if n < 3 || n > 6 {
 		t.Fatalf("%d watch requests in the first 10 s, want a backoff's worth (3-6)", n)
 	}
@@ -44,7 +44,7 @@ func TestWatchListRelistLoopBacksOffAndIsReported(t *testing.T) {
 	for range 8 {
 		watches = append(watches, watchReply{events: initial})
 	}
-	lw := &timedLW{scriptLW: newScript(nil, watches)}
+	lw := newScript(nil, watches)
 	var changes []string
 	runTimed(t, lw, func(r *Reflector) { r.server.watchList = true }, 2*time.Minute, &changes)
 	if len(lw.times) < 6 {

@@ -20,7 +20,7 @@ import (
 // of synctest time, after set has adjusted it, and records its health
 // changes in changes. Its randomness has a fixed seed: the backoff's
 // jitter, and so every time, is the same on every run.
-func runTimed(t *testing.T, lw *timedLW, set func(*Reflector), d time.Duration, changes *[]string) {
+func runTimed(t *testing.T, lw *scriptLW, set func(*Reflector), d time.Duration, changes *[]string) {
 	*changes, _ = runOn(t, lw, &lw.inflight, rand.New(rand.NewPCG(1, 2)), set, d)
 }
 

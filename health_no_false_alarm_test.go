@@ -81,7 +81,7 @@ func TestOneThrottleAfterRecoveryIsNoAlarm(t *testing.T) {
 		{err: apierrors.NewTooManyRequests("slow down", 0)},
 		{hang: true},
 	}
-	lw := &timedLW{scriptLW: newScript(lists, watches)}
+	lw := newScript(lists, watches)
 	var changes []string
 	runTimed(t, lw, func(*Reflector) {}, 2*time.Minute, &changes)
 	if len(changes) != 3 || changes[1] != "Degraded/WatchFailing@10s" || !strings.HasPrefix(changes[2], "Synced/@3") {

@@ -96,7 +96,7 @@ func TestRepeatedFailureIsNoChange(t *testing.T) {
 func TestNegativeGraceReportsAtOnce(t *testing.T) {
 	lists := []listReply{{list: cmList("10", "", cm("a", "5"))}, {list: cmList("20", "", cm("a", "15"))}}
 	watches := []watchReply{{events: []watch.Event{ev(watch.Modified, cm("a", "11")), errEvent(internalStatus())}}, {delay: time.Minute, hang: true}}
-	lw := &timedLW{scriptLW: newScript(lists, watches)}
+	lw := newScript(lists, watches)
 	var changes []string
 	runTimed(t, lw, func(r *Reflector) { r.live.grace = -1 }, 2*time.Minute, &changes)
 	// The relist follows the first backoff delay (0.8-1.6 s).

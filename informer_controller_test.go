@@ -25,7 +25,7 @@ type indexerInformerConstructor func(lw clientgocache.ListerWatcher, obj runtime
 func playController(t *testing.T, sc informerScenario, newInformer indexerInformerConstructor) []string {
 	var out []string
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{lists: slices.Clone(sc.lists), noWL: !sc.watchList}
+		lw := &scriptLW{lists: slices.Clone(sc.lists), noWL: !sc.watchList}
 		log := &handlerLog{}
 		name := sc.handlers[0]
 		var transform clientgocache.TransformFunc
@@ -85,7 +85,7 @@ func TestControllerDifferentialWithClientGo(t *testing.T) {
 // with a usable Reflector and the deltas reach Process.
 func TestNewRunsAClientGoStyleConfig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{noWL: true, lists: []listReply{
+		lw := &scriptLW{noWL: true, lists: []listReply{
 			{err: errors.New("first list fails")},
 			{list: cmList("10", "", cm("a", "5"))},
 		}}

@@ -40,7 +40,7 @@ type informerConstructor func(lw clientgocache.ListerWatcher, obj runtime.Object
 func playInformer(t *testing.T, sc informerScenario, newInformer informerConstructor) map[string][]string {
 	out := map[string][]string{}
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{lists: slices.Clone(sc.lists), noWL: !sc.watchList}
+		lw := &scriptLW{lists: slices.Clone(sc.lists), noWL: !sc.watchList}
 		inf := newInformer(lw, &corev1.ConfigMap{}, SharedIndexInformerOptions{
 			ResyncPeriod: sc.defaultResync,
 			Indexers:     Indexers{NamespaceIndex: MetaNamespaceIndexFunc},

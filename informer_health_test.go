@@ -69,7 +69,7 @@ func (b *blockingHandler) OnDelete(interface{})              {}
 
 func TestInformerTakesReflectorOptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}} // offers WatchList
+		lw := &scriptLW{lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}} // offers WatchList
 		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, nil)
 		var mu sync.Mutex
 		var states []string

@@ -18,7 +18,7 @@ func TestListenerBacklogShrinksWhenDrained(t *testing.T) {
 		for i := range n {
 			items = append(items, cm("o"+strconv.Itoa(i), strconv.Itoa(i+1)))
 		}
-		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList(strconv.Itoa(n+1), "", items...)}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList(strconv.Itoa(n+1), "", items...)}}}
 		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{})
 		release := make(chan struct{})
 		reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(interface{}) { <-release }})

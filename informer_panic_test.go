@@ -33,7 +33,7 @@ func runRecovering(run func(context.Context)) (recovered any) {
 // started has stopped by then.
 func TestControllerPanicLeavesRunAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}}
 		_, ctrl := NewInformer(lw, &corev1.ConfigMap{}, 0, ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(interface{}, bool) { panic("handler bug") },
 		})
@@ -47,7 +47,7 @@ func TestControllerPanicLeavesRunAtOnce(t *testing.T) {
 // index function does.
 func TestSharedInformerPanicLeavesRunAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"))}}}
 		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{
 			"broken": func(interface{}) ([]string, error) { panic("index bug") },
 		})

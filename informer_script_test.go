@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,62 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
-
-// stepLW is a ListerWatcher that a test drives step by step: LISTs are
-// answered from a queue (blocking until their context ends when it is
-// empty) and every WATCH gets a fresh fake watch that the test feeds.
-type stepLW struct {
-	mu       sync.Mutex
-	lists    []listReply
-	watchers []*watch.FakeWatcher
-	noWL     bool
-}
-
-func (s *stepLW) IsWatchListSemanticsUnSupported() bool { return s.noWL }
-
-func (s *stepLW) List(o metav1.ListOptions) (runtime.Object, error) {
-	return s.ListWithContext(context.Background(), o)
-}
-
-func (s *stepLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return s.WatchWithContext(context.Background(), o)
-}
-
-func (s *stepLW) ListWithContext(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
-	s.mu.Lock()
-	if len(s.lists) == 0 {
-		s.mu.Unlock()
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	r := s.lists[0]
-	s.lists = s.lists[1:]
-	s.mu.Unlock()
-	return r.list, r.err
-}
-
-func (s *stepLW) WatchWithContext(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	w := watch.NewFakeWithChanSize(64, false)
-	s.watchers = append(s.watchers, w)
-	return w, nil
-}
-
-// current is the watch opened last.
-func (s *stepLW) current(t *testing.T) *watch.FakeWatcher {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.watchers) == 0 {
-		t.Fatal("no watch is open")
-	}
-	return s.watchers[len(s.watchers)-1]
-}
 
 // handlerLog records, per handler name, every call the handler gets.
 type handlerLog struct {
@@ -159,7 +105,7 @@ func markTransformed(obj interface{}) (interface{}, error) {
 // scenario feed its watch, wait, and add or remove handlers.
 type informerDriver struct {
 	t    *testing.T
-	lw   *stepLW
+	lw   *scriptLW
 	inf  SharedIndexInformer
 	log  *handlerLog
 	regs map[string]ResourceEventHandlerRegistration

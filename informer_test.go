@@ -28,23 +28,8 @@ type syncWaiter interface {
 	WaitForSync(ctx context.Context) error
 }
 
-// runInformer starts inf and returns a function that stops it and waits
-// until Run has returned.
-func runInformer(t *testing.T, inf SharedIndexInformer) (stop func()) {
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		inf.RunWithContext(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-func abcInformer() (*stepLW, SharedIndexInformer) {
-	lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"), cm("b", "6"), cm("c", "7"))}}}
+func abcInformer() (*scriptLW, SharedIndexInformer) {
+	lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"), cm("b", "6"), cm("c", "7"))}}}
 	return lw, NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{})
 }
 
@@ -142,7 +127,7 @@ func TestInformerErrorsAndLifecycle(t *testing.T) {
 			t.Error("SetWatchErrorHandler after Run succeeded")
 		}
 		_, other := abcInformer()
-		foreign, _ := clientgocache.NewSharedInformer(&stepLW{}, &corev1.ConfigMap{}, 0).AddEventHandler(ResourceEventHandlerFuncs{})
+		foreign, _ := clientgocache.NewSharedInformer(&scriptLW{}, &corev1.ConfigMap{}, 0).AddEventHandler(ResourceEventHandlerFuncs{})
 		if err := other.RemoveEventHandler(foreign); err == nil {
 			t.Error("removing client-go's registration succeeded")
 		}
@@ -173,7 +158,7 @@ func TestInformerConstructorsPanicOnNilListerWatcher(t *testing.T) {
 	for name, f := range map[string]func(){
 		"NewSharedIndexInformer": func() { NewSharedIndexInformer(nil, &corev1.ConfigMap{}, 0, nil) },
 		"NewInformer":            func() { NewInformer(nil, &corev1.ConfigMap{}, 0, ResourceEventHandlerFuncs{}) },
-		"NewIndexerInformer":     func() { NewIndexerInformer(&stepLW{}, &corev1.ConfigMap{}, 0, nil, nil) },
+		"NewIndexerInformer":     func() { NewIndexerInformer(&scriptLW{}, &corev1.ConfigMap{}, 0, nil, nil) },
 	} {
 		func() {
 			defer func() {
@@ -189,7 +174,7 @@ func TestInformerConstructorsPanicOnNilListerWatcher(t *testing.T) {
 func TestInformerWaitForSyncReturnsTheCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("no RBAC"))
-		lw := &stepLW{noWL: true}
+		lw := &scriptLW{noWL: true}
 		for range 100 {
 			lw.lists = append(lw.lists, listReply{err: forbidden})
 		}
@@ -260,7 +245,7 @@ func TestInformerHandlerPanicIsLoggedWithItsName(t *testing.T) {
 // two namespaces, in one burst, must both arrive, in order.
 func TestInformerSameNameInTwoNamespaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
 		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, nil)
 		var mu sync.Mutex
 		var seen []string

@@ -38,7 +38,7 @@ func TestLeanOptionsOnEveryPath(t *testing.T) {
 	for _, watchList := range []bool{false, true} {
 		t.Run(modeName(watchList)[1:], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lw := &stepLW{noWL: !watchList}
+				lw := &scriptLW{noWL: !watchList}
 				if !watchList {
 					lw.lists = []listReply{{list: podList("10", "", podAt(0, 1), podAt(1, 2))}}
 				}
@@ -126,8 +126,8 @@ func pagedPodsLW() (*pagesLW, weak.Pointer[byte], weak.Pointer[byte]) {
 	first := podList("10", "p2", p)
 	first.RemainingItemCount = ptr.To[int64](1)
 	return &pagesLW{
-		stepLW: &stepLW{noWL: true},
-		pages:  []apiruntime.Object{first, podList("10", "", second)},
+		scriptLW: &scriptLW{noWL: true},
+		pages:    []apiruntime.Object{first, podList("10", "", second)},
 	}, fields, weak.Make(unsafe.StringData(value))
 }
 
@@ -135,7 +135,7 @@ func pagedPodsLW() (*pagesLW, weak.Pointer[byte], weak.Pointer[byte]) {
 // without managedFields.
 func TestLeanOptionsBeforeTheTransform(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{noWL: true, lists: []listReply{{list: podList("10", "", podAt(0, 1))}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: podList("10", "", podAt(0, 1))}}}
 		inf := NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{})
 		var sawManagedFields atomic.Int32
 		if err := inf.SetTransform(func(o interface{}) (interface{}, error) {
@@ -173,7 +173,7 @@ func TestShareStringsBoundedUnderChurn(t *testing.T) {
 		for i := range live {
 			pods = append(pods, churnPod(i))
 		}
-		lw := &pagesLW{stepLW: &stepLW{noWL: true}, pages: []apiruntime.Object{podList("1", "", pods...)}}
+		lw := &pagesLW{scriptLW: &scriptLW{noWL: true}, pages: []apiruntime.Object{podList("1", "", pods...)}}
 		pods = nil
 		store := NewStore(MetaNamespaceKeyFunc)
 		r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, ReflectorOptions{ShareStrings: true})

@@ -140,7 +140,7 @@ func TestInformerReflectorNameFromItsOptions(t *testing.T) {
 		_, b := abcInformer()
 		start(a, ReflectorOptions{Name: "configmaps"})
 		start(b, ReflectorOptions{Name: "configmaps"})
-		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
 		start(NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, SharedIndexInformerOptions{Identifier: id}), ReflectorOptions{})
 		synctest.Wait()
 		got := strings.Join(rec.series(), ", ")
@@ -158,7 +158,7 @@ func TestInformerReflectorNameFromItsOptions(t *testing.T) {
 // goroutine: runtime frames are skipped.
 func TestControllerReflectorNamedAfterItsConstructor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &stepLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "")}}}
 		_, ctrl := NewInformer(lw, &corev1.ConfigMap{}, 0, ResourceEventHandlerFuncs{})
 		stop := make(chan struct{})
 		go ctrl.Run(stop)

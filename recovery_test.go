@@ -18,7 +18,7 @@ import (
 func relistDelay(t *testing.T, sc scenario, run reflectorUnderTest) time.Duration {
 	var delay time.Duration
 	synctest.Test(t, func(t *testing.T) {
-		lw := &timedLW{scriptLW: newScript(slices.Clone(sc.lists), slices.Clone(sc.watches))}
+		lw := newScript(slices.Clone(sc.lists), slices.Clone(sc.watches))
 		lw.noWL = sc.noWatchList
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
@@ -29,19 +29,19 @@ func relistDelay(t *testing.T, sc scenario, run reflectorUnderTest) time.Duratio
 		wg.Wait()
 		lw.inflight.Wait()
 		lists := 0
-		for i, v := range lw.verbs {
+		for i, v := range lw.verbs() {
 			if v == "LIST" {
 				lists++
 			}
 			if lists == 2 {
-				if i == 0 || lw.verbs[i-1] != "WATCH" {
-					t.Fatalf("calls %q: the second LIST does not follow a WATCH", lw.verbs)
+				if i == 0 || lw.verbs()[i-1] != "WATCH" {
+					t.Fatalf("calls %q: the second LIST does not follow a WATCH", lw.verbs())
 				}
 				delay = lw.times[i].Sub(lw.times[i-1])
 				return
 			}
 		}
-		t.Fatalf("calls %q: no second LIST", lw.verbs)
+		t.Fatalf("calls %q: no second LIST", lw.verbs())
 	})
 	return delay
 }

@@ -33,7 +33,7 @@ func afterRelist() []*corev1.ConfigMap {
 
 // syncWith brings the Reflector reading lw to objs at rv: by a LIST queued
 // before (listed), or by feeding the WatchList the Reflector has open.
-func syncWith(t *testing.T, lw *stepLW, objs []*corev1.ConfigMap, rv string) {
+func syncWith(t *testing.T, lw *scriptLW, objs []*corev1.ConfigMap, rv string) {
 	t.Helper()
 	synctest.Wait()
 	if lw.noWL {
@@ -49,8 +49,8 @@ func syncWith(t *testing.T, lw *stepLW, objs []*corev1.ConfigMap, rv string) {
 }
 
 // relistLW answers two syncs of the states above: LISTs unless watchList.
-func relistLW(watchList bool) *stepLW {
-	lw := &stepLW{noWL: !watchList}
+func relistLW(watchList bool) *scriptLW {
+	lw := &scriptLW{noWL: !watchList}
 	if !watchList {
 		lw.lists = []listReply{{list: cmList("10", "", beforeRelist()...)}, {list: cmList("20", "", afterRelist()...)}}
 	}
@@ -58,7 +58,7 @@ func relistLW(watchList bool) *stepLW {
 }
 
 // expire ends the open watch with a 410, so the Reflector relists.
-func expire(t *testing.T, lw *stepLW) {
+func expire(t *testing.T, lw *scriptLW) {
 	t.Helper()
 	lw.current(t).Error(expiredStatus())
 	time.Sleep(time.Minute) // past any backoff delay
@@ -229,9 +229,9 @@ func TestReuseNeedsAResourceVersion(t *testing.T) {
 
 // pagesLW serves LIST answers from pages, forgetting each once served (as
 // a client forgets a decoded page), and calls onContinue before it serves
-// a continued page; watches are stepLW's.
+// a continued page; watches are scriptLW's.
 type pagesLW struct {
-	*stepLW
+	*scriptLW
 	mu         sync.Mutex
 	pages      []apiruntime.Object
 	onContinue func()
@@ -281,7 +281,7 @@ func TestRelistDropsCopiesPageByPage(t *testing.T) {
 				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{ReuseHeldObjects: ptr.To(reuse)})
 				startReflector(t, r)
 				synctest.Wait()
-				expire(t, lw.stepLW)
+				expire(t, lw.scriptLW)
 				if got := <-kept; got != !reuse {
 					t.Errorf("the first page's copy of a still reachable = %v, want %v", got, !reuse)
 				}
@@ -302,8 +302,8 @@ func pagedRelistLW() (*pagesLW, weak.Pointer[byte]) {
 	first := cmList("20", "p2", again)
 	first.RemainingItemCount = ptr.To[int64](1)
 	return &pagesLW{
-		stepLW: &stepLW{noWL: true},
-		pages:  []apiruntime.Object{cmList("10", "", a), first, cmList("20", "", cm("b", "2"))},
+		scriptLW: &scriptLW{noWL: true},
+		pages:    []apiruntime.Object{cmList("10", "", a), first, cmList("20", "", cm("b", "2"))},
 	}, wp
 }
 
@@ -314,7 +314,7 @@ func TestShardedRelistReuses(t *testing.T) {
 		s := mustShard(t, 1, 3)
 		a, b := shardedCM(t, s, "a", "1", true), shardedCM(t, s, "b", "1", false)
 		d := shardedCM(t, s, "d", "2", true)
-		lw := &stepLW{noWL: true, lists: []listReply{
+		lw := &scriptLW{noWL: true, lists: []listReply{
 			{list: cmList("10", "", a, b)},
 			{list: cmList("20", "", a.DeepCopy(), b.DeepCopy(), d)},
 		}}

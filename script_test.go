@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,14 +37,21 @@ type watchReply struct {
 	w          watch.Interface
 }
 
-// scriptLW answers LIST and WATCH calls from two queues and records every
-// call. When a queue runs dry, LISTs block until their context ends and
-// WATCHes stay open and silent; drained is closed at the first such call.
+// scriptLW is the tests' one scripted ListerWatcher. It answers LIST and
+// WATCH calls from two queues and records every call with the (synctest)
+// time it arrived at. When a queue runs dry, LISTs block until their
+// context ends, and each WATCH gets a fresh fake watch, open and silent
+// until the test feeds it (current is the latest); drained, if made (see
+// newScript), is closed at the first such call. Its zero value, with
+// lists and noWL set as needed, is a ListerWatcher a test drives step by
+// step: LISTs from the queue, every watch fed by the test.
 type scriptLW struct {
 	mu       sync.Mutex
 	lists    []listReply
 	watches  []watchReply
 	calls    []string
+	times    []time.Time
+	watchers []*watch.FakeWatcher
 	drained  chan struct{}
 	once     sync.Once
 	noWL     bool
@@ -56,6 +64,42 @@ func newScript(lists []listReply, watches []watchReply) *scriptLW {
 
 func (s *scriptLW) IsWatchListSemanticsUnSupported() bool { return s.noWL }
 
+// record records a call as it arrives; s.mu is held.
+func (s *scriptLW) record(call string) {
+	s.calls = append(s.calls, call)
+	s.times = append(s.times, time.Now())
+}
+
+// dry marks the script drained: a queue has run dry.
+func (s *scriptLW) dry() {
+	s.once.Do(func() {
+		if s.drained != nil {
+			close(s.drained)
+		}
+	})
+}
+
+// current is the fake watch handed out last, once the watch queue ran dry.
+func (s *scriptLW) current(t *testing.T) *watch.FakeWatcher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.watchers) == 0 {
+		t.Fatal("no watch is open")
+	}
+	return s.watchers[len(s.watchers)-1]
+}
+
+// verbs is the verb (LIST or WATCH) of each call so far.
+func (s *scriptLW) verbs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.calls))
+	for i, c := range s.calls {
+		out[i], _, _ = strings.Cut(c, " ")
+	}
+	return out
+}
+
 func (s *scriptLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	return s.ListWithContext(context.Background(), o)
 }
@@ -66,10 +110,10 @@ func (s *scriptLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
 
 func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	s.mu.Lock()
-	s.calls = append(s.calls, "LIST "+describeOptions(o))
+	s.record("LIST " + describeOptions(o))
 	if len(s.lists) == 0 {
 		s.mu.Unlock()
-		s.once.Do(func() { close(s.drained) })
+		s.dry()
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
@@ -88,11 +132,13 @@ func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (r
 
 func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	s.mu.Lock()
-	s.calls = append(s.calls, "WATCH "+describeOptions(o))
+	s.record("WATCH " + describeOptions(o))
 	if len(s.watches) == 0 {
+		w := watch.NewFakeWithChanSize(64, false)
+		s.watchers = append(s.watchers, w)
 		s.mu.Unlock()
-		s.once.Do(func() { close(s.drained) })
-		return watch.NewFake(), nil
+		s.dry()
+		return w, nil
 	}
 	r := s.watches[0]
 	s.watches = s.watches[1:]
@@ -114,7 +160,7 @@ func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (
 	w := watch.NewProxyWatcher(ch)
 	switch {
 	case r.hang:
-		s.once.Do(func() { close(s.drained) })
+		s.dry()
 	case r.closeAfter > 0:
 		s.inflight.Add(1)
 		go func() {

@@ -116,7 +116,7 @@ func TestShareMapsNotBeforeATransform(t *testing.T) {
 func TestShareMapsThroughAnInformer(t *testing.T) {
 	for _, transform := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			lw := &stepLW{noWL: true, lists: []listReply{{list: podList("10", "", podAt(0, 1), podAt(1, 2))}}}
+			lw := &scriptLW{noWL: true, lists: []listReply{{list: podList("10", "", podAt(0, 1), podAt(1, 2))}}}
 			inf := NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{})
 			if transform {
 				if err := inf.SetTransform(func(o interface{}) (interface{}, error) {

@@ -120,15 +120,15 @@ func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
 		for range maxIncompleteWatchLists {
 			watches = append(watches, watchReply{events: []watch.Event{ev(watch.Added, cm("a", "5"))}})
 		}
-		lw := &timedLW{scriptLW: newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)}
+		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
 		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
 		stop()
 		want := []string{"WATCH", "WATCH", "WATCH", "LIST", "WATCH"}
-		if !slices.Equal(lw.verbs, want) {
-			t.Fatalf("calls %q, want %q", lw.verbs, want)
+		if !slices.Equal(lw.verbs(), want) {
+			t.Fatalf("calls %q, want %q", lw.verbs(), want)
 		}
 		for i := 1; i < maxIncompleteWatchLists; i++ {
 			if gap := lw.times[i].Sub(lw.times[i-1]); gap < defaultBackoffInit {
