@@ -17,9 +17,9 @@ import (
 // ours (default options; ShareStrings; "lean": ShareStrings, ShareMaps and
 // DropManagedFields) on realistic Pods decoded from bytes for every LIST,
 // each run in a process of its own so that no implementation's heap hides
-// in another's. It takes about 20 minutes at its default sizes:
+// in another's. It takes about 40 minutes at its default sizes on 2 cores:
 //
-//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 2h .
+//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 3h .
 //
 // KREFLECTOR_MEMBENCH_SIZES (default "10000,100000") and
 // KREFLECTOR_MEMBENCH_RUNS (processes per implementation and size, default
