@@ -99,6 +99,10 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     check fails: HTTP2_READ_IDLE_TIMEOUT_SECONDS (30 s) of silence, then
 //     an unanswered ping for HTTP2_PING_TIMEOUT_SECONDS (15 s), read from
 //     the environment by client-go's transport when a client is built.
+//     We recommend 5 and 5: on kube-apiserver 1.37 a black-hole is then
+//     Degraded 10 s after the last event (45 s at the defaults), for one
+//     39-byte ping per 5 s of silence per client connection
+//     (docs/health.md has the measurements).
 //     ReflectorOptions.QuietCheckAfter offers an active check instead: a
 //     watch silent that long has its connection checked with a LIST of
 //     one object through the ListerWatcher, and a check unanswered within
