@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache"
@@ -31,7 +32,10 @@ import (
 // the loss is dated from the last event), within 10 s with the
 // recommended 5 + 5 s, and within 10 s with quiet checks (5 s, 3 s
 // timeout) at the HTTP/2 defaults; and Synced before the black-hole, with
-// the store equal to the server's after it.
+// the store equal to the server's after it. client-go's Reflector runs
+// beside it through the same proxy (a connection of its own): once the
+// black-hole ends, our store must be current again no more than 2 s after
+// client-go's.
 func TestHealthThroughBlackHole(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -73,9 +77,17 @@ func runBlackHole(t *testing.T, d, quiet time.Duration) time.Duration {
 		Name: "blackhole", UseWatchList: ptr.To(false), OnHealthChange: hl.record,
 		QuietCheckAfter: quiet, QuietCheckTimeout: 3 * time.Second,
 	})
+	// client-go's Reflector beside it, through the same proxy on a
+	// connection of its own (another client), with the same settings.
+	theirCfg := rest.CopyConfig(cfg)
+	theirCfg.Dial = (&net.Dialer{}).DialContext
+	theirStore := clientgocache.NewStore(clientgocache.MetaNamespaceKeyFunc)
+	theirs := clientgocache.NewReflectorWithOptions(configMapsLW(client(t, theirCfg), ns), &corev1.ConfigMap{}, theirStore,
+		clientgocache.ReflectorOptions{Name: "blackhole-client-go"})
 	stopWriter := writeEvery(t, admin, ns, 100*time.Millisecond)
 	defer stopWriter()
 	runReflector(t, r)
+	runClientGoReflector(t, theirs)
 	mustSync(t, r)
 	time.Sleep(3 * time.Second)
 	if h := r.Health(); h.State != cache.Synced {
@@ -92,12 +104,52 @@ func runBlackHole(t *testing.T, d, quiet time.Duration) time.Duration {
 	}
 	in := h.Since.Sub(start)
 	t.Logf("Degraded(%s): %v", h.Reason, h.LastError)
+	ours, theirsIn := catchUp(ctx, t, admin, ns, start.Add(d), store, theirStore)
+	t.Logf("after the black-hole ended: our store current again in %v, client-go's in %v", ours.Round(10*time.Millisecond), theirsIn.Round(10*time.Millisecond))
+	if ours > theirsIn+2*time.Second {
+		t.Errorf("our store caught up %v after the black-hole, client-go's %v", ours, theirsIn)
+	}
 	if _, err := hl.waitFor(ctx, from, func(h cache.Health) bool { return h.State == cache.Synced }); err != nil {
 		t.Fatalf("not Synced again after the black-hole: %v", err)
 	}
 	stopWriter()
 	awaitStoreEqual(t, admin, ns, store)
 	return in
+}
+
+// catchUp waits for the black-hole to end at end, reads the ticker the
+// writer changes, and returns how long after end each of two stores held
+// that version of it or a later one (both polled every 50 ms).
+func catchUp(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, ns string, end time.Time, stores ...cache.Store) (time.Duration, time.Duration) {
+	t.Helper()
+	time.Sleep(time.Until(end))
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "ticker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := strconv.Atoi(cm.Data["n"])
+	took := make([]time.Duration, len(stores))
+	for left := len(stores); left > 0; time.Sleep(50 * time.Millisecond) {
+		if ctx.Err() != nil {
+			t.Fatalf("a store never caught up with the ticker's n=%d (times so far %v)", want, took)
+		}
+		for i, s := range stores {
+			if took[i] == 0 && tickerAtLeast(s, ns, want) {
+				took[i], left = time.Since(end), left-1
+			}
+		}
+	}
+	return took[0], took[1]
+}
+
+// tickerAtLeast says whether s holds the ticker at n or later.
+func tickerAtLeast(s cache.Store, ns string, n int) bool {
+	obj, ok, err := s.GetByKey(ns + "/ticker")
+	if err != nil || !ok {
+		return false
+	}
+	got, err := strconv.Atoi(obj.(*corev1.ConfigMap).Data["n"])
+	return err == nil && got >= n
 }
 
 // hostPort is the host:port of a server URL.
