@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
@@ -116,7 +115,7 @@ func TestLeanOptionsPageByPage(t *testing.T) {
 // pagedPodsLW answers a LIST in two pages of one Pod each, and returns
 // weak pointers to the first Pod's field set and to a label value of it
 // held by nothing but its page.
-func pagedPodsLW() (*pagesLW, weak.Pointer[byte], weak.Pointer[byte]) {
+func pagedPodsLW() (*scriptLW, weak.Pointer[byte], weak.Pointer[byte]) {
 	p := podAt(0, 1)
 	value := strings.Repeat("shared-label-value-", 3)
 	p.Labels["app.kubernetes.io/name"] = value
@@ -125,10 +124,8 @@ func pagedPodsLW() (*pagesLW, weak.Pointer[byte], weak.Pointer[byte]) {
 	fields := weak.Make(unsafe.SliceData(p.ManagedFields[0].FieldsV1.Raw))
 	first := podList("10", "p2", p)
 	first.RemainingItemCount = ptr.To[int64](1)
-	return &pagesLW{
-		scriptLW: &scriptLW{noWL: true},
-		pages:    []apiruntime.Object{first, podList("10", "", second)},
-	}, fields, weak.Make(unsafe.StringData(value))
+	return &scriptLW{noWL: true, lists: []listReply{{list: first}, {list: podList("10", "", second)}}},
+		fields, weak.Make(unsafe.StringData(value))
 }
 
 // An informer's transform runs after the lean options: it sees objects
@@ -173,7 +170,7 @@ func TestShareStringsBoundedUnderChurn(t *testing.T) {
 		for i := range live {
 			pods = append(pods, churnPod(i))
 		}
-		lw := &pagesLW{scriptLW: &scriptLW{noWL: true}, pages: []apiruntime.Object{podList("1", "", pods...)}}
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: podList("1", "", pods...)}}}
 		pods = nil
 		store := NewStore(MetaNamespaceKeyFunc)
 		r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, ReflectorOptions{ShareStrings: true})

@@ -1,14 +1,11 @@
 package cache
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,8 +13,6 @@ import (
 	"weak"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -227,35 +222,6 @@ func TestReuseNeedsAResourceVersion(t *testing.T) {
 	}
 }
 
-// pagesLW serves LIST answers from pages, forgetting each once served (as
-// a client forgets a decoded page), and calls onContinue before it serves
-// a continued page; watches are scriptLW's.
-type pagesLW struct {
-	*scriptLW
-	mu         sync.Mutex
-	pages      []apiruntime.Object
-	onContinue func()
-}
-
-func (p *pagesLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (apiruntime.Object, error) {
-	if o.Continue != "" && p.onContinue != nil {
-		p.onContinue()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.pages) == 0 {
-		return nil, errors.New("no page left")
-	}
-	page := p.pages[0]
-	p.pages[0] = nil
-	p.pages = p.pages[1:]
-	return page, nil
-}
-
-func (p *pagesLW) List(o metav1.ListOptions) (apiruntime.Object, error) {
-	return p.ListWithContext(context.Background(), o)
-}
-
 // withBlob is cm with a 1 KiB annotation of its own, and a weak pointer
 // to the annotation's bytes.
 func withBlob(name, rv string) (*corev1.ConfigMap, weak.Pointer[byte]) {
@@ -281,7 +247,7 @@ func TestRelistDropsCopiesPageByPage(t *testing.T) {
 				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{ReuseHeldObjects: ptr.To(reuse)})
 				startReflector(t, r)
 				synctest.Wait()
-				expire(t, lw.scriptLW)
+				expire(t, lw)
 				if got := <-kept; got != !reuse {
 					t.Errorf("the first page's copy of a still reachable = %v, want %v", got, !reuse)
 				}
@@ -296,15 +262,12 @@ func TestRelistDropsCopiesPageByPage(t *testing.T) {
 // pagedRelistLW answers a LIST of a, then a relist in two pages: a
 // unchanged, then b. The weak pointer is to the bytes of the relisted a's
 // annotation, held by nothing but its page.
-func pagedRelistLW() (*pagesLW, weak.Pointer[byte]) {
+func pagedRelistLW() (*scriptLW, weak.Pointer[byte]) {
 	a, _ := withBlob("a", "1")
 	again, wp := withBlob("a", "1")
 	first := cmList("20", "p2", again)
 	first.RemainingItemCount = ptr.To[int64](1)
-	return &pagesLW{
-		scriptLW: &scriptLW{noWL: true},
-		pages:    []apiruntime.Object{cmList("10", "", a), first, cmList("20", "", cm("b", "2"))},
-	}, wp
+	return &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "", a)}, {list: first}, {list: cmList("20", "", cm("b", "2"))}}}, wp
 }
 
 // A sharded Reflector checks each page against its shard first and then

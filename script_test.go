@@ -42,7 +42,8 @@ type watchReply struct {
 // time it arrived at. When a queue runs dry, LISTs block until their
 // context ends, and each WATCH gets a fresh fake watch, open and silent
 // until the test feeds it (current is the latest); drained, if made (see
-// newScript), is closed at the first such call. Its zero value, with
+// newScript), is closed at the first such call. A reply is forgotten once
+// served, as a client forgets a decoded page. Its zero value, with
 // lists and noWL set as needed, is a ListerWatcher a test drives step by
 // step: LISTs from the queue, every watch fed by the test.
 type scriptLW struct {
@@ -56,6 +57,9 @@ type scriptLW struct {
 	once     sync.Once
 	noWL     bool
 	inflight sync.WaitGroup
+	// onContinue, if set, is called before a LIST of a continued page is
+	// answered.
+	onContinue func()
 }
 
 func newScript(lists []listReply, watches []watchReply) *scriptLW {
@@ -118,8 +122,12 @@ func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (r
 		return nil, ctx.Err()
 	}
 	r := s.lists[0]
+	s.lists[0] = listReply{}
 	s.lists = s.lists[1:]
 	s.mu.Unlock()
+	if o.Continue != "" && s.onContinue != nil {
+		s.onContinue()
+	}
 	if r.delay > 0 {
 		select {
 		case <-time.After(r.delay):
