@@ -21,7 +21,8 @@ import (
 // the table keeps one of them per content and the others are replaced by
 // it, whole. Only maps whose keys are strings and whose values are strings
 // or resource.Quantity are shared: their content is plain values, so
-// "equal" is exact.
+// equality is decided by value (strings byte for byte, quantities by
+// format and Cmp).
 
 // quantityType is resource.Quantity's type, the one non-string map value
 // that maps are shared with.
