@@ -198,10 +198,7 @@ func heldIn(store ReflectorStore) heldObjects {
 	case *clientgocache.DeltaFIFO, *clientgocache.RealFIFO, *informerQueue:
 		return nil
 	}
-	if ts, ok := store.(TransformingStore); ok && ts.Transformer() != nil {
-		return nil
-	}
-	if clientGoStoreTransforms(store) {
+	if storeTransforms(store) {
 		return nil
 	}
 	g, ok := store.(getter)

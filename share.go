@@ -182,7 +182,7 @@ func (w *walker) resourceListAt(p *corev1.ResourceList) {
 		return
 	}
 	if w.t.maps {
-		if c := w.t.canonResourceList(m); !sameResourceList(c, m) {
+		if c := w.t.canonResourceList(m); !sameMap(c, m) {
 			*p = c
 			return
 		}

@@ -49,30 +49,29 @@ func entryHash(k, v uint64) uint64 { return (k ^ 0x9e3779b97f4a7c15) * (v | 1) }
 // canonStringMap returns the map the table holds with m's content, or m
 // itself, which the table then holds, when it has none.
 func (t *shareTable) canonStringMap(m map[string]string) map[string]string {
-	var sum uint64
-	for k, v := range m {
-		sum += entryHash(maphash.String(t.seed, k), maphash.String(t.seed, v))
-	}
-	id := mapID{typ: stringMapType, sum: sum + uint64(len(m))}
-	c := t.canonMapBy(id, m, func(held any) bool {
-		h, ok := held.(map[string]string)
-		return ok && maps.Equal(h, m)
-	})
-	return c.(map[string]string)
+	hash := func(v string) uint64 { return maphash.String(t.seed, v) }
+	return canonTyped(t, stringMapType, m, hash, func(a, b string) bool { return a == b })
 }
 
 // canonResourceList is canonStringMap for a resource list.
 func (t *shareTable) canonResourceList(m corev1.ResourceList) corev1.ResourceList {
+	return canonTyped(t, resourceListType, m, t.quantityHash, equalQuantities)
+}
+
+// canonTyped is canonStringMap for m, a map of the Go type typ with
+// string keys, whose values hash by hash and compare by equal (values
+// that are equal hash alike).
+func canonTyped[M ~map[K]V, K ~string, V any](t *shareTable, typ reflect.Type, m M, hash func(V) uint64, equal func(V, V) bool) M {
 	var sum uint64
-	for k, q := range m {
-		sum += entryHash(maphash.String(t.seed, string(k)), t.quantityHash(&q))
+	for k, v := range m {
+		sum += entryHash(maphash.String(t.seed, string(k)), hash(v))
 	}
-	id := mapID{typ: resourceListType, sum: sum + uint64(len(m))}
+	id := mapID{typ: typ, sum: sum + uint64(len(m))}
 	c := t.canonMapBy(id, m, func(held any) bool {
-		h, ok := held.(corev1.ResourceList)
-		return ok && maps.EqualFunc(h, m, equalQuantities)
+		h, ok := held.(M)
+		return ok && maps.EqualFunc(h, m, equal)
 	})
-	return c.(corev1.ResourceList)
+	return c.(M)
 }
 
 // canonMap is canonStringMap for m, a map of a type shareableMap allows,
@@ -97,12 +96,11 @@ func (t *shareTable) valueHash(v reflect.Value, quantity bool) uint64 {
 	if !quantity {
 		return maphash.String(t.seed, v.String())
 	}
-	q := v.Interface().(resource.Quantity)
-	return t.quantityHash(&q)
+	return t.quantityHash(v.Interface().(resource.Quantity))
 }
 
 // quantityHash hashes a quantity's format and value.
-func (t *shareTable) quantityHash(q *resource.Quantity) uint64 {
+func (t *shareTable) quantityHash(q resource.Quantity) uint64 {
 	return maphash.String(t.seed, string(q.Format)) ^ math.Float64bits(q.AsApproximateFloat64())
 }
 
@@ -153,11 +151,6 @@ func (t *shareTable) canonMapBy(id mapID, m any, equal func(held any) bool) any 
 }
 
 // sameMap says whether a and b are one map (not merely equal ones).
-func sameMap(a, b map[string]string) bool {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
-}
-
-// sameResourceList is sameMap for resource lists.
-func sameResourceList(a, b corev1.ResourceList) bool {
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
