@@ -22,9 +22,10 @@ import (
 //  3. Equal strings are shared (ShareStrings), and equal maps
 //     (ShareMaps, unless the store transforms: see storeTransforms).
 //
-// Watch events get steps 2 and 3. A store's own transform (a
-// TransformingStore's, an informer's) comes after all three, where the
-// store applies it.
+// ADDED and MODIFIED events get steps 2 and 3, DELETED events step 2
+// only: their object leaves the cache, so sharing its values would save
+// nothing. A store's own transform (a TransformingStore's, an
+// informer's) comes after all three, where the store applies it.
 //
 // The loop goroutine builds it and sets filled; a LIST's goroutine reads
 // it, started after every write.
@@ -68,6 +69,13 @@ func (in *intake) lean(obj runtime.Object) {
 	}
 	if in.table != nil {
 		in.table.object(obj)
+	}
+}
+
+// leanDeleted applies step 2 to obj, a DELETED event's object.
+func (in *intake) leanDeleted(obj runtime.Object) {
+	if in.dropManagedFields {
+		dropManagedFields(obj)
 	}
 }
 

@@ -234,3 +234,29 @@ func TestDropManagedFields(t *testing.T) {
 		t.Error("more than managedFields went")
 	}
 }
+
+// A DELETED event's object leaves the cache: it is not shared (the
+// table walks nothing), but loses its managedFields like every other.
+func TestLeanDeletedEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scriptLW{noWL: true, lists: []listReply{{list: podList("10", "", podAt(0, 1), podAt(1, 2))}}}
+		store := NewStore(MetaNamespaceKeyFunc)
+		r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, leanOptions)
+		startReflector(t, r)
+		synctest.Wait()
+		walked, size := r.in.table.walked, r.in.table.size()
+		deleted := podAt(1, 3)
+		lw.current(t).Delete(deleted)
+		synctest.Wait()
+		if n := len(store.ListKeys()); n != 1 {
+			t.Fatalf("store holds %d objects after the delete, want 1", n)
+		}
+		if r.in.table.walked != walked || r.in.table.size() != size {
+			t.Errorf("a deleted object was shared: %d objects walked, %d values held; before the delete %d, %d",
+				r.in.table.walked, r.in.table.size(), walked, size)
+		}
+		if deleted.ManagedFields != nil {
+			t.Error("a deleted object kept its managedFields")
+		}
+	})
+}

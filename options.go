@@ -188,8 +188,9 @@ type ReflectorOptions struct {
 	// values, images, node names, owner references and managedFields'
 	// field sets are then held once for the objects that have them,
 	// instead of once per object. It is done to each LIST page as it
-	// arrives, to each WatchList initial event and to each watch event,
-	// so the peak of a sync falls too. Canonical copies are kept in a
+	// arrives, to each WatchList initial event and to each ADDED and
+	// MODIFIED watch event, so the peak of a sync falls too (a DELETED
+	// event's object leaves the cache, so it is not shared). Canonical copies are kept in a
 	// table of this Reflector's own, in two generations that each span at
 	// least as many objects as the latest sync listed: a value no object
 	// walked in the last two generations had is forgotten, so the table

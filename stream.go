@@ -340,17 +340,17 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 	switch ev.Type {
 	case watch.Added:
 		s.batch.count(idxAdded)
-		s.lean(ev.Object)
+		s.lean(ev.Object, (*intake).lean)
 		err = s.sink.Add(ev.Object)
 	case watch.Modified:
 		s.batch.count(idxModified)
 		s.mode = s.mode.pastAdded()
-		s.lean(ev.Object)
+		s.lean(ev.Object, (*intake).lean)
 		err = s.sink.Update(ev.Object)
 	case watch.Deleted:
 		s.batch.count(idxDeleted)
 		s.mode = s.mode.pastAdded()
-		s.lean(ev.Object)
+		s.lean(ev.Object, (*intake).leanDeleted)
 		err = s.sink.Delete(ev.Object)
 	case watch.Bookmark:
 		s.batch.count(idxBookmark)
@@ -365,12 +365,13 @@ func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
 	}
 }
 
-// lean applies the Reflector's lean options (see intake.lean) to obj, an
-// event's object, before the store gets it; while gathering, the
-// initial-events buffer prepares what it gathers itself.
-func (s *streamer) lean(obj runtime.Object) {
+// lean applies the Reflector's lean options to obj, an event's object,
+// by how (the intake's method for the event's type), before the store
+// gets it; while gathering, the initial-events buffer prepares what it
+// gathers itself.
+func (s *streamer) lean(obj runtime.Object, how func(*intake, runtime.Object)) {
 	if in := s.subject.in; in != nil && in.leans() && !s.mode.gathering() {
-		in.lean(obj)
+		how(in, obj)
 	}
 }
 
