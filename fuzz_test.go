@@ -1,9 +1,9 @@
-package cache_test
+package cache
 
 import (
 	"context"
 	"strconv"
-	"sync"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,9 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
-
-	"github.com/kreflector/cache"
-	"github.com/kreflector/cache/cachetest"
 )
 
 // FuzzReflectorEvents feeds arbitrary watch event sequences (malformed
@@ -117,70 +114,62 @@ func fuzzObject(sel, meta byte, seq int) runtime.Object {
 
 var errFuzz = apierrors.NewBadRequest("fuzz")
 
-// fuzzLW lists two fixed ConfigMaps and serves the batches in turn, one
-// per WATCH; once they are used up, watches stay open and silent.
-type fuzzLW struct {
-	mu      sync.Mutex
-	batches [][]watch.Event
-	// drained is closed when the first silent watch is served.
-	drained chan struct{}
-}
-
-func (l *fuzzLW) List(metav1.ListOptions) (runtime.Object, error) {
-	return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: []corev1.ConfigMap{
+// fuzzLister is the scripted ListerWatcher of one fuzz input: every LIST
+// answers the same two ConfigMaps, each WATCH serves the next batch and
+// closes; once they are used up, watches stay open and silent, and the
+// first such closes drained.
+func fuzzLister(in fuzzInput) *scriptLW {
+	var watches []watchReply
+	for _, b := range in.batches {
+		watches = append(watches, watchReply{events: b})
+	}
+	lw := newScript(nil, watches)
+	lw.listAgain = &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: []corev1.ConfigMap{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "listed-a", ResourceVersion: "9"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "listed-b", ResourceVersion: "10"}},
-	}}, nil
-}
-
-func (l *fuzzLW) Watch(metav1.ListOptions) (watch.Interface, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.batches) == 0 {
-		if l.drained != nil {
-			close(l.drained)
-			l.drained = nil
-		}
-		return watch.NewFake(), nil
-	}
-	batch := l.batches[0]
-	l.batches = l.batches[1:]
-	ch := make(chan watch.Event, len(batch))
-	for _, ev := range batch {
-		ch <- ev
-	}
-	close(ch)
-	return watch.NewProxyWatcher(ch), nil
+	}}
+	return lw
 }
 
 func checkReflectorOnEvents(t *testing.T, in fuzzInput) {
-	store := cachetest.NewRecordingStore(nil)
+	store := &recordingStore{}
 	quiet := logr.Discard()
-	drained := make(chan struct{})
-	lw := &fuzzLW{batches: in.batches, drained: drained}
-	r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store,
-		cache.ReflectorOptions{Logger: &quiet, UseWatchList: &in.watchList})
-	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), quiet))
-	done := make(chan struct{})
-	go func() { r.RunWithContext(ctx); close(done) }()
+	lw := fuzzLister(in)
+	r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store,
+		ReflectorOptions{Logger: &quiet, UseWatchList: &in.watchList})
+	// stop returns once RunWithContext has: a Reflector that does not stop
+	// deadlocks the bubble, which fails the test.
+	_, stop := startRun(t, func(ctx context.Context) { r.RunWithContext(klog.NewContext(ctx, quiet)) })
 	select {
-	case <-drained:
+	case <-lw.drained:
 		synctest.Wait() // the Reflector has applied everything it will
 	case <-time.After(24 * time.Hour):
 		t.Error("the Reflector stopped asking for watches before using up the input")
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("RunWithContext did not return after its context was cancelled")
-	}
-	calls := store.Calls()
+	stop()
+	calls := storeCalls(store)
 	checkStoreTypes(t, calls)
 	checkNoInventedEvents(t, calls, in)
 	if !in.watchList {
 		checkNoLostEvents(t, calls, in)
 	}
+}
+
+// storeCall is one recorded store call: its op ("Add", "Replace", …)
+// and the object it was given (a Replace's list).
+type storeCall struct {
+	op  string
+	obj interface{}
+}
+
+func storeCalls(s *recordingStore) []storeCall {
+	descs, objs := s.recorded(), s.recordedObjects()
+	out := make([]storeCall, len(descs))
+	for i, d := range descs {
+		op, _, _ := strings.Cut(d, " ")
+		out[i] = storeCall{op: op, obj: objs[i]}
+	}
+	return out
 }
 
 func isConfigMap(obj interface{}) bool {
@@ -189,12 +178,15 @@ func isConfigMap(obj interface{}) bool {
 }
 
 // checkStoreTypes: the store only ever gets ConfigMaps.
-func checkStoreTypes(t *testing.T, calls []cachetest.StoreCall) {
+func checkStoreTypes(t *testing.T, calls []storeCall) {
 	for _, c := range calls {
-		if (c.Op == cachetest.OpAdd || c.Op == cachetest.OpUpdate || c.Op == cachetest.OpDelete) && !isConfigMap(c.Object) {
-			t.Fatalf("%s with %T", c.Op, c.Object)
+		if storeOpIsData(c.op) && !isConfigMap(c.obj) {
+			t.Fatalf("%s with %T", c.op, c.obj)
 		}
-		for _, o := range c.Items {
+		if c.op != "Replace" {
+			continue
+		}
+		for _, o := range c.obj.([]interface{}) {
 			if !isConfigMap(o) {
 				t.Fatalf("Replace with a %T item", o)
 			}
@@ -203,36 +195,34 @@ func checkStoreTypes(t *testing.T, calls []cachetest.StoreCall) {
 }
 
 // storeOp is the store call a data event leads to.
-var storeOp = map[watch.EventType]cachetest.StoreOp{watch.Added: cachetest.OpAdd, watch.Modified: cachetest.OpUpdate, watch.Deleted: cachetest.OpDelete}
+var storeOp = map[watch.EventType]string{watch.Added: "Add", watch.Modified: "Update", watch.Deleted: "Delete"}
 
 // checkNoInventedEvents: Add, Update and Delete calls follow the input
 // events, in order, object for object.
-func checkNoInventedEvents(t *testing.T, calls []cachetest.StoreCall, in fuzzInput) {
+func checkNoInventedEvents(t *testing.T, calls []storeCall, in fuzzInput) {
 	var events []watch.Event
 	for _, b := range in.batches {
 		events = append(events, b...)
 	}
 	next := 0
 	for _, c := range calls {
-		if storeOpIsData(c.Op) {
-			for next < len(events) && (events[next].Object != c.Object || storeOp[events[next].Type] != c.Op) {
+		if storeOpIsData(c.op) {
+			for next < len(events) && (events[next].Object != c.obj || storeOp[events[next].Type] != c.op) {
 				next++
 			}
 			if next == len(events) {
-				t.Fatalf("store call %v matches no later input event", c)
+				t.Fatalf("store call %s %s matches no later input event", c.op, objectID(c.obj))
 			}
 			next++
 		}
 	}
 }
 
-func storeOpIsData(op cachetest.StoreOp) bool {
-	return op == cachetest.OpAdd || op == cachetest.OpUpdate || op == cachetest.OpDelete
-}
+func storeOpIsData(op string) bool { return op == "Add" || op == "Update" || op == "Delete" }
 
 // checkNoLostEvents: with plain watches, every ConfigMap event of a known
 // type that precedes the first ERROR event of its watch reaches the store.
-func checkNoLostEvents(t *testing.T, calls []cachetest.StoreCall, in fuzzInput) {
+func checkNoLostEvents(t *testing.T, calls []storeCall, in fuzzInput) {
 	var want []watch.Event
 	for _, b := range in.batches {
 		for _, ev := range b {
@@ -244,9 +234,9 @@ func checkNoLostEvents(t *testing.T, calls []cachetest.StoreCall, in fuzzInput) 
 			}
 		}
 	}
-	var got []cachetest.StoreCall
+	var got []storeCall
 	for _, c := range calls {
-		if storeOpIsData(c.Op) {
+		if storeOpIsData(c.op) {
 			got = append(got, c)
 		}
 	}
@@ -254,8 +244,8 @@ func checkNoLostEvents(t *testing.T, calls []cachetest.StoreCall, in fuzzInput) 
 		t.Fatalf("the store got %d data calls, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i].Object != want[i].Object || got[i].Op != storeOp[want[i].Type] {
-			t.Fatalf("data call %d is %v, want %s of the input object", i, got[i], want[i].Type)
+		if got[i].obj != want[i].Object || got[i].op != storeOp[want[i].Type] {
+			t.Fatalf("data call %d is %s %s, want %s of the input object", i, got[i].op, objectID(got[i].obj), want[i].Type)
 		}
 	}
 }

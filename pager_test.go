@@ -3,27 +3,14 @@ package cache
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
-
-// pageLister answers LISTs from a fixed sequence and records options.
-type pageLister struct {
-	replies []listReply
-	got     []metav1.ListOptions
-}
-
-func (p *pageLister) ListWithContext(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	p.got = append(p.got, o)
-	r := p.replies[0]
-	p.replies = p.replies[1:]
-	return r.list, r.err
-}
 
 func keysOf(items []interface{}) []string {
 	out := make([]string, len(items))
@@ -37,7 +24,7 @@ func TestListPagesFollowsContinueTokens(t *testing.T) {
 	first := cmList("7", "t1", cm("a", "1"), cm("b", "2"))
 	remaining := int64(1)
 	first.RemainingItemCount = &remaining
-	l := &pageLister{replies: []listReply{{list: first}, {list: cmList("", "", cm("c", "3"))}}}
+	l := &scriptLW{lists: []listReply{{list: first}, {list: cmList("", "", cm("c", "3"))}}}
 	res, err := (&pager{lister: l, pageSize: 2}).list(context.Background(), &metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -45,17 +32,16 @@ func TestListPagesFollowsContinueTokens(t *testing.T) {
 	if !res.paged || res.resourceVersion != "7" || len(res.items) != 3 || cap(res.items) != 3 {
 		t.Fatalf("got paged=%v rv=%q items=%v cap=%d", res.paged, res.resourceVersion, keysOf(res.items), cap(res.items))
 	}
-	if l.got[0].Limit != 2 || l.got[0].ResourceVersion != "0" {
-		t.Errorf("first page options %+v", l.got[0])
-	}
-	if l.got[1].Continue != "t1" || l.got[1].ResourceVersion != "" || l.got[1].Limit != 2 {
-		t.Errorf("continued page options %+v: the RV must be dropped and the limit kept", l.got[1])
+	// The continued page drops the RV and keeps the limit.
+	want := []string{`LIST rv="0" limit=2`, `LIST rv="" limit=2 continue=t1`}
+	if got := l.recorded(); !slices.Equal(got, want) {
+		t.Errorf("LISTs %q, want %q", got, want)
 	}
 }
 
 func TestListPagesCopiesItemsOutOfPages(t *testing.T) {
 	page := cmList("7", "", cm("a", "1"))
-	l := &pageLister{replies: []listReply{{list: page}}}
+	l := &scriptLW{lists: []listReply{{list: page}}}
 	res, err := (&pager{lister: l, pageSize: 500}).list(context.Background(), &metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +53,7 @@ func TestListPagesCopiesItemsOutOfPages(t *testing.T) {
 }
 
 func TestListPagesExpiredContinueFallsBackToFullList(t *testing.T) {
-	l := &pageLister{replies: []listReply{
+	l := &scriptLW{lists: []listReply{
 		{list: cmList("7", "t1", cm("a", "1"))},
 		{err: apierrors.NewResourceExpired("continue too old")},
 		{list: cmList("9", "", cm("a", "1"), cm("b", "8"))},
@@ -76,9 +62,8 @@ func TestListPagesExpiredContinueFallsBackToFullList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := l.got[2]
-	if full.Limit != 0 || full.Continue != "" || full.ResourceVersion != "5" || full.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
-		t.Fatalf("fallback options %+v: want the original RV and match, no limit, no token", full)
+	if full, want := l.recorded()[2], `LIST rv="5" match=NotOlderThan`; full != want {
+		t.Fatalf("fallback %s: want the original RV and match, no limit, no token (%s)", full, want)
 	}
 	if res.resourceVersion != "9" || len(res.items) != 2 || !res.paged {
 		t.Fatalf("fallback result rv=%q items=%v paged=%v", res.resourceVersion, keysOf(res.items), res.paged)
@@ -87,28 +72,28 @@ func TestListPagesExpiredContinueFallsBackToFullList(t *testing.T) {
 
 func TestListPagesErrors(t *testing.T) {
 	expired := apierrors.NewResourceExpired("old")
-	l := &pageLister{replies: []listReply{{err: expired}}}
+	l := &scriptLW{lists: []listReply{{err: expired}}}
 	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); !errors.Is(err, expired) {
 		t.Fatalf("an expired first page is the caller's to handle; got %v", err)
 	}
-	l = &pageLister{replies: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: apierrors.NewInternalError(errors.New("x"))}}}
+	l = &scriptLW{lists: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: apierrors.NewInternalError(errors.New("x"))}}}
 	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); !apierrors.IsInternalError(err) {
 		t.Fatalf("a failing later page must fail the list; got %v", err)
 	}
-	l = &pageLister{replies: []listReply{{list: &corev1.ConfigMap{}}}}
+	l = &scriptLW{lists: []listReply{{list: &corev1.ConfigMap{}}}}
 	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); err == nil {
 		t.Fatal("a non-list answer must be an error")
 	}
 	table := &unstructured.UnstructuredList{}
 	table.SetAPIVersion("meta.k8s.io/v1")
 	table.SetKind("Table")
-	l = &pageLister{replies: []listReply{{list: table}}}
+	l = &scriptLW{lists: []listReply{{list: table}}}
 	if _, err := (&pager{lister: l, pageSize: 1}).list(context.Background(), &metav1.ListOptions{}); err == nil {
 		t.Fatal("a Table answer must be an error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (&pager{lister: &pageLister{}, pageSize: 1}).list(ctx, &metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := (&pager{lister: &scriptLW{}, pageSize: 1}).list(ctx, &metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled context must stop paging; got %v", err)
 	}
 }

@@ -117,7 +117,7 @@ func TestPageRetryStopsOnNonTransientErrorsAndCancel(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		lw := &pageLister{replies: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: connectionRefused()}}}
+		lw := &scriptLW{lists: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: connectionRefused()}}}
 		r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, noWatchList)
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
@@ -128,8 +128,8 @@ func TestPageRetryStopsOnNonTransientErrorsAndCancel(t *testing.T) {
 		}()
 		synctest.Wait() // waiting to retry the second page
 		cancel()
-		if err := <-errc; err == nil || len(lw.got) != 2 {
-			t.Fatalf("cancelled during the wait: err %v after %d pages", err, len(lw.got))
+		if err := <-errc; err == nil || len(lw.recorded()) != 2 {
+			t.Fatalf("cancelled during the wait: err %v after %d pages", err, len(lw.recorded()))
 		}
 	})
 }

@@ -60,6 +60,9 @@ type scriptLW struct {
 	// onContinue, if set, is called before a LIST of a continued page is
 	// answered.
 	onContinue func()
+	// listAgain, if set, answers every LIST once the list queue is dry,
+	// instead of blocking (a server that always lists the same objects).
+	listAgain runtime.Object
 }
 
 func newScript(lists []listReply, watches []watchReply) *scriptLW {
@@ -115,6 +118,10 @@ func (s *scriptLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
 func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	s.mu.Lock()
 	s.record("LIST " + describeOptions(o))
+	if len(s.lists) == 0 && s.listAgain != nil {
+		s.mu.Unlock()
+		return s.listAgain.DeepCopyObject(), nil
+	}
 	if len(s.lists) == 0 {
 		s.mu.Unlock()
 		s.dry()
@@ -221,18 +228,26 @@ func describeOptions(o metav1.ListOptions) string {
 	return b.String()
 }
 
-// recordingStore records store calls as text, Replace contents sorted.
+// recordingStore records store calls as text, Replace contents sorted,
+// and beside each the object it was given (a Replace's list).
 type recordingStore struct {
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	calls   []string
+	objects []interface{}
 	// fail makes calls of the named op return an error.
 	fail map[string]error
 }
 
 func (s *recordingStore) record(op string, obj interface{}) error {
+	return s.recordAs(op, objectID(obj), obj)
+}
+
+// recordAs records a call of op described as desc, given obj.
+func (s *recordingStore) recordAs(op, desc string, obj interface{}) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, op+" "+objectID(obj))
+	s.calls = append(s.calls, op+" "+desc)
+	s.objects = append(s.objects, obj)
 	return s.fail[op]
 }
 
@@ -247,7 +262,14 @@ func (s *recordingStore) Replace(list []interface{}, rv string) error {
 		ids[i] = objectID(o)
 	}
 	sort.Strings(ids)
-	return s.record("Replace", fmt.Sprintf("rv=%s [%s]", rv, strings.Join(ids, " ")))
+	return s.recordAs("Replace", fmt.Sprintf("rv=%s [%s]", rv, strings.Join(ids, " ")), list)
+}
+
+// recordedObjects is the object given with each call recorded.
+func (s *recordingStore) recordedObjects() []interface{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]interface{}(nil), s.objects...)
 }
 
 func (s *recordingStore) Bookmark(rv string) error { return s.record("Bookmark", "rv="+rv) }
