@@ -1,7 +1,6 @@
 package cache_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"maps"
@@ -95,12 +94,11 @@ func runChaos(t *testing.T, cfg chaosConfig, seed uint64) chaosRun {
 		sk = newFIFOSink()
 	}
 	quiet := logr.Discard()
-	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), quiet))
+	ctx := klog.NewContext(t.Context(), quiet)
 	r := cache.NewReflectorWithOptions(cms, &corev1.ConfigMap{}, sk.store(), cache.ReflectorOptions{
 		Name: "chaos", Logger: &quiet, UseWatchList: &cfg.watchList, Rand: rand.New(rand.NewPCG(seed, 1)),
 	})
-	done := make(chan struct{})
-	go func() { r.RunWithContext(ctx); close(done) }()
+	_, stop := runReflector(t, ctx, r)
 
 	run := chaosRun{writes: workload{t: t, rng: rng, cms: cms}}
 	run.compactions = drive(rng, srv, &run.writes, *chaosOps)
@@ -109,8 +107,7 @@ func runChaos(t *testing.T, cfg chaosConfig, seed uint64) chaosRun {
 	if run.divergence.Empty() {
 		checkStaysConverged(t, r, cms, sk)
 	}
-	cancel()
-	<-done
+	stop()
 	sk.close()
 	if fs, ok := sk.(*fifoSink); ok && fs.err != nil {
 		t.Errorf("DeltaFIFO consumer: %v", fs.err)

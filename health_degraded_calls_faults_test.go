@@ -1,7 +1,6 @@
 package cache_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 	"testing/synctest"
@@ -169,10 +168,8 @@ func TestHealthDuringSlowRelistAfterCompaction(t *testing.T) {
 			UseWatchList:   ptr.To(false),
 			OnHealthChange: func(h cache.Health) { changes = append(changes, healthAt{h, time.Since(start)}) },
 		})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		ctx, stop := runReflector(t, t.Context(), r)
+		defer stop()
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}

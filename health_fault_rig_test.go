@@ -57,10 +57,7 @@ func newFaultRig(t *testing.T, opts cachetest.Options, tune func(*cache.Reflecto
 	if tune != nil {
 		tune(g.r)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); g.r.RunWithContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runReflector(t, context.Background(), g.r)
 	if err := g.r.WaitForSync(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package cache_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 	"testing/synctest"
@@ -30,9 +29,7 @@ func TestQuietResourceIsNotStalled(t *testing.T) {
 			Rand:           rand.New(rand.NewPCG(7, 7)),
 			OnHealthChange: func(h cache.Health) { changes = append(changes, h) },
 		})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.RunWithContext(ctx); close(done) }()
+		ctx, stop := runReflector(t, t.Context(), r)
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +40,7 @@ func TestQuietResourceIsNotStalled(t *testing.T) {
 		time.Sleep(2 * time.Hour)
 		synctest.Wait()
 		st := r.Stats()
-		cancel()
-		<-done
+		stop()
 		if st.Events[watch.Bookmark] == 0 {
 			t.Fatal("the watch open at the write got no bookmark: the scenario did not happen")
 		}

@@ -14,16 +14,20 @@ import (
 // ones (which are accepted), while the connections stay open: what a
 // partitioned network or a dead middlebox does. When the black-hole ends,
 // bytes held meanwhile flow again, as TCP's retransmissions deliver them.
-// Close stops it and waits for every goroutine.
+// Reset resets every open connection, as a load balancer dropping its
+// connections does; Refuse resets them and, for a while, every new one as
+// soon as it is accepted. Close stops it and waits for every goroutine.
 type blackholeProxy struct {
 	ln     net.Listener
 	target string
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	until  time.Time
-	opened chan struct{} // closed and replaced when a black-hole ends
-	conns  map[net.Conn]struct{}
+	mu    sync.Mutex
+	until time.Time
+	// refuseUntil: connections accepted before it are reset at once.
+	refuseUntil time.Time
+	opened      chan struct{} // closed and replaced when a black-hole ends
+	conns       map[net.Conn]struct{}
 }
 
 func newBlackholeProxy(t *testing.T, target string) *blackholeProxy {
@@ -48,6 +52,38 @@ func (p *blackholeProxy) BlackHole(d time.Duration) {
 	p.until = time.Now().Add(d)
 	p.mu.Unlock()
 	time.AfterFunc(d, p.heal)
+}
+
+// Reset resets every open connection (an RST, not a clean close).
+func (p *blackholeProxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		resetConn(c)
+	}
+}
+
+// Refuse resets every open connection, and every new one for d.
+func (p *blackholeProxy) Refuse(d time.Duration) {
+	p.mu.Lock()
+	p.refuseUntil = time.Now().Add(d)
+	p.mu.Unlock()
+	p.Reset()
+}
+
+// refusing says whether a connection accepted now is to be reset.
+func (p *blackholeProxy) refusing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.refuseUntil)
+}
+
+// resetConn closes c so that its peer gets an RST.
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // heal lets held bytes flow once the black-hole's time is over.
@@ -80,6 +116,10 @@ func (p *blackholeProxy) accept() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.refusing() {
+			resetConn(c)
+			continue
 		}
 		p.wg.Add(1)
 		go p.serve(c)
