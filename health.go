@@ -109,9 +109,9 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     QuietCheckTimeout is such a death (ErrQuietCheckFailed). Over a
 //     schedule of resets, refusals, restarts and four black-holes with
 //     writes 20 times a second, health said Synced while the store was
-//     more than 1 s behind for 150 s in all at the defaults, 39.6 s with
-//     5 and 5, and 2.7 s with quiet checks after 1 s, a 0.5 s timeout and
-//     a HealthGrace of 1.5 s, with no false alarm at any setting
+//     more than 1 s behind for 150 s in all at the defaults, 40 s with 5
+//     and 5, and 2.7-2.9 s with quiet checks after 1 s, a 0.5 s timeout
+//     and a HealthGrace of 1.5 s, with no false alarm at any setting
 //     (docs/health.md says what the last costs).
 //   - Reported at once, because waiting cannot mend them or they have
 //     already lasted long: Forbidden (401/403) and NotFound (404) answers,
