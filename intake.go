@@ -64,9 +64,7 @@ func (in *intake) leans() bool { return in.dropManagedFields || in.table != nil 
 
 // lean applies steps 2 and 3 to obj, in place.
 func (in *intake) lean(obj runtime.Object) {
-	if in.dropManagedFields {
-		dropManagedFields(obj)
-	}
+	in.leanDeleted(obj)
 	if in.table != nil {
 		in.table.object(obj)
 	}

@@ -13,26 +13,27 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// memLW is the memory benchmark's ListerWatcher, the same for every
+// memLW is the memory benchmarks' ListerWatcher, the same for every
 // implementation: a LIST answers the requested page of the current
-// version, read from its file and decoded afresh (as a typed client
+// version, read from its page source (a file, or one page in memory) and
+// decoded afresh (as a typed client
 // decodes a response); a watch is handed to the benchmark, which decides
 // what it delivers. It does not offer WatchList, so both informers LIST.
 type memLW struct {
 	dec apiruntime.Decoder
 
 	mu    sync.Mutex
-	pages *memPages
+	pages pageSource
 	// opened receives every watch served, in order.
 	opened chan *memWatch
 }
 
-func newMemLW(dec apiruntime.Decoder, pages *memPages) *memLW {
+func newMemLW(dec apiruntime.Decoder, pages pageSource) *memLW {
 	return &memLW{dec: dec, pages: pages, opened: make(chan *memWatch, 64)}
 }
 
 // serve makes later LISTs answer from pages.
-func (l *memLW) serve(pages *memPages) {
+func (l *memLW) serve(pages pageSource) {
 	l.mu.Lock()
 	l.pages = pages
 	l.mu.Unlock()
@@ -72,6 +73,21 @@ func (l *memLW) WatchWithContext(context.Context, metav1.ListOptions) (watch.Int
 	w := &memWatch{ch: make(chan watch.Event), done: make(chan struct{})}
 	l.opened <- w
 	return w, nil
+}
+
+// pageSource is what a memLW answers LISTs from: page k's bytes.
+type pageSource interface {
+	read(k int) ([]byte, error)
+}
+
+// onePage is a pageSource of a single page, held in memory.
+type onePage []byte
+
+func (p onePage) read(k int) ([]byte, error) {
+	if k != 0 {
+		return nil, fmt.Errorf("membench: no page %d of one", k)
+	}
+	return p, nil
 }
 
 // memWatch delivers what the benchmark sends, until the Reflector stops

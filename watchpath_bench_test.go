@@ -52,8 +52,7 @@ func benchWatchPath(b *testing.B, encoding string, newInf func(clientgocache.Lis
 		}
 		events[k] = buf.Bytes()
 	}
-	lw := &pathLW{dec: dec, opened: make(chan *memWatch, 4)}
-	lw.list = encoded(b, enc, list)
+	lw := newMemLW(dec, onePage(encoded(b, enc, list)))
 	inf := newInf(lw)
 	var seen atomic.Int64
 	if _, err := inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{
@@ -94,33 +93,4 @@ func encoded(b *testing.B, enc apiruntime.Encoder, obj apiruntime.Object) []byte
 		b.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// pathLW answers every LIST with list decoded afresh, and hands each
-// watch it serves to the benchmark on opened.
-type pathLW struct {
-	dec    apiruntime.Decoder
-	list   []byte
-	opened chan *memWatch
-}
-
-func (l *pathLW) IsWatchListSemanticsUnSupported() bool { return true }
-
-func (l *pathLW) List(opts metav1.ListOptions) (apiruntime.Object, error) {
-	return l.ListWithContext(context.Background(), opts)
-}
-
-func (l *pathLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), opts)
-}
-
-func (l *pathLW) ListWithContext(context.Context, metav1.ListOptions) (apiruntime.Object, error) {
-	obj, _, err := l.dec.Decode(l.list, nil, &corev1.PodList{})
-	return obj, err
-}
-
-func (l *pathLW) WatchWithContext(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	w := &memWatch{ch: make(chan watch.Event), done: make(chan struct{})}
-	l.opened <- w
-	return w, nil
 }
