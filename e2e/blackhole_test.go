@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +83,7 @@ func runBlackHole(t *testing.T, d, quiet time.Duration) time.Duration {
 	theirStore := clientgocache.NewStore(clientgocache.MetaNamespaceKeyFunc)
 	theirs := clientgocache.NewReflectorWithOptions(configMapsLW(client(t, theirCfg), ns), &corev1.ConfigMap{}, theirStore,
 		clientgocache.ReflectorOptions{Name: "blackhole-client-go"})
-	stopWriter := writeEvery(t, admin, ns, 100*time.Millisecond)
+	stopWriter := startTickerWriter(t, admin, ns, 100*time.Millisecond).stop
 	defer stopWriter()
 	runReflector(t, r)
 	runClientGoReflector(t, theirs)
@@ -134,22 +133,12 @@ func catchUp(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, ns str
 			t.Fatalf("a store never caught up with the ticker's n=%d (times so far %v)", want, took)
 		}
 		for i, s := range stores {
-			if took[i] == 0 && tickerAtLeast(s, ns, want) {
+			if took[i] == 0 && tickerN(s) >= want {
 				took[i], left = time.Since(end), left-1
 			}
 		}
 	}
 	return took[0], took[1]
-}
-
-// tickerAtLeast says whether s holds the ticker at n or later.
-func tickerAtLeast(s cache.Store, ns string, n int) bool {
-	obj, ok, err := s.GetByKey(ns + "/ticker")
-	if err != nil || !ok {
-		return false
-	}
-	got, err := strconv.Atoi(obj.(*corev1.ConfigMap).Data["n"])
-	return err == nil && got >= n
 }
 
 // hostPort is the host:port of a server URL.
@@ -159,33 +148,6 @@ func hostPort(t *testing.T, host string) string {
 		t.Fatal(err)
 	}
 	return u.Host
-}
-
-// writeEvery updates one ConfigMap in ns every period until the returned
-// stop is called; stop waits for the writer and may be called again.
-func writeEvery(t *testing.T, cs *kubernetes.Clientset, ns string, period time.Duration) func() {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ticker"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			cm.Data = map[string]string{"n": strconv.Itoa(n)}
-			if out, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err == nil {
-				cm = out
-			}
-		}
-	})
-	return func() { cancel(); wg.Wait() }
 }
 
 // awaitStoreEqual waits up to a minute for store to hold what the server
