@@ -19,13 +19,18 @@ import (
 //     so the new copy becomes garbage with its page instead of living
 //     until the store's Replace; nothing else is done to a held object.
 //  2. managedFields are dropped (DropManagedFields).
-//  3. Equal strings are shared (ShareStrings), and equal maps
+//  3. For the other objects of a sync, when the store holds another
+//     version under the object's key, the object's strings, byte slices
+//     and (unless the store transforms) string maps equal to that
+//     version's become that version's (see adoptHeld; part of
+//     ReuseHeldObjects), unless step 4 shares strings.
+//  4. Equal strings are shared (ShareStrings), and equal maps
 //     (ShareMaps, unless the store transforms: see storeTransforms).
 //
-// ADDED and MODIFIED events get steps 2 and 3, DELETED events step 2
+// ADDED and MODIFIED events get steps 2 and 4, DELETED events step 2
 // only: their object leaves the cache, so sharing its values would save
 // nothing. A store's own transform (a TransformingStore's, an
-// informer's) comes after all three, where the store applies it.
+// informer's) comes after all four, where the store applies it.
 //
 // The loop goroutine builds it and sets filled; a LIST's goroutine reads
 // it, started after every write.
@@ -37,6 +42,9 @@ type intake struct {
 	// shared values.
 	dropManagedFields bool
 	table             *shareTable
+	// adoptMaps says adoptHeld may adopt maps: the store does not
+	// transform.
+	adoptMaps bool
 	// filled says a sync has completed, so the store may hold objects.
 	// Before that nothing is looked up: the first sync finds nothing.
 	filled bool
@@ -45,8 +53,8 @@ type intake struct {
 // newIntake returns the intake of a Reflector with options o writing to
 // store, or nil when it has nothing to do.
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
-	in := &intake{dropManagedFields: o.DropManagedFields}
-	maps := o.ShareMaps && !storeTransforms(store)
+	in := &intake{dropManagedFields: o.DropManagedFields, adoptMaps: !storeTransforms(store)}
+	maps := o.ShareMaps && in.adoptMaps
 	if o.ShareStrings || maps {
 		in.table = newShareTableOf(o.ShareStrings, maps)
 	}
@@ -62,9 +70,18 @@ func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 // leans says whether objects get steps 2 or 3 (see intake).
 func (in *intake) leans() bool { return in.dropManagedFields || in.table != nil }
 
-// lean applies steps 2 and 3 to obj, in place.
-func (in *intake) lean(obj runtime.Object) {
+// lean applies steps 2 and 4 to obj, in place.
+func (in *intake) lean(obj runtime.Object) { in.leanFrom(obj, nil) }
+
+// leanFrom applies steps 2 to 4 to obj, in place; old, if not nil, is
+// another version of obj the store holds. Adopting old's values is left
+// out when strings are shared through the table, which shares them with
+// every object's, old's included.
+func (in *intake) leanFrom(obj runtime.Object, old interface{}) {
 	in.leanDeleted(obj)
+	if old != nil && (in.table == nil || !in.table.strings) {
+		adoptHeld(obj, old, in.adoptMaps)
+	}
 	if in.table != nil {
 		in.table.object(obj)
 	}
@@ -108,14 +125,18 @@ func (in *intake) reusing() bool { return in != nil && in.held != nil && in.fill
 
 // prepare returns what the store gets for obj, an object of a sync: the
 // held object if reuse is on and the store holds obj's key at obj's
-// resourceVersion (reused is then true), otherwise obj made lean.
+// resourceVersion (reused is then true), otherwise obj made lean, and
+// with reuse on, its values adopted from the version the store holds
+// (see leanFrom).
 func (in *intake) prepare(obj runtime.Object, reuse bool) (out interface{}, reused bool) {
+	var old interface{}
 	if reuse {
-		if old, ok := in.reuse(obj); ok {
+		var same bool
+		if old, same = in.heldVersion(obj); same {
 			return old, true
 		}
 	}
-	in.lean(obj)
+	in.leanFrom(obj, old)
 	return obj, false
 }
 
@@ -136,19 +157,16 @@ func (in *intake) page(items []interface{}, reuse bool) int {
 	return n
 }
 
-// reuse returns the held object that stands for obj: same key, and the
-// same non-empty resourceVersion, which by the API's contract means the
-// same content.
-func (in *intake) reuse(obj runtime.Object) (interface{}, bool) {
-	rv := resourceVersionOf(obj)
-	if rv == "" {
-		return nil, false
-	}
+// heldVersion returns what the store holds under obj's key (nil if
+// nothing), and whether it stands for obj: the same non-empty
+// resourceVersion, which by the API's contract means the same content.
+func (in *intake) heldVersion(obj runtime.Object) (old interface{}, same bool) {
 	old, ok := in.held.held(obj)
-	if !ok || resourceVersionOf(old) != rv {
+	if !ok {
 		return nil, false
 	}
-	return old, true
+	rv := resourceVersionOf(obj)
+	return old, rv != "" && resourceVersionOf(old) == rv
 }
 
 // resourceVersionOf is obj's resourceVersion, "" if it has no metadata.
@@ -251,7 +269,7 @@ func (r *Reflector) reuseFrom(store getter, o ReflectorOptions) {
 		return
 	}
 	if r.in == nil {
-		r.in = &intake{}
+		r.in = &intake{adoptMaps: !storeTransforms(r.store)}
 	}
 	r.in.held = heldInStore{store: store}
 }

@@ -166,7 +166,14 @@ type ReflectorOptions struct {
 	// (or WatchList event) instead of living until the store's Replace,
 	// so a relist that changes little no longer holds the cache twice.
 	// The store's Replace, and a store's consumers (an informer's
-	// handlers), are then given the held object itself. It applies to
+	// handlers), are then given the held object itself. A listed object
+	// at another resourceVersion than the held one takes, in place, the
+	// held one's copy of each string and byte slice equal at the same
+	// place, and of each equal map[string]string (labels, annotations, a
+	// ConfigMap's data) unless the store transforms: values are unchanged
+	// byte for byte, and what did not change is held once instead of
+	// twice (maps and interfaces are not entered, so unstructured objects
+	// adopt nothing). It applies to
 	// stores that can say what they hold (a Get method): this package's
 	// and client-go's stores and indexers, and this package's informers;
 	// not to queues (DeltaFIFO, RealFIFO, whose Get returns deltas), nor
@@ -176,7 +183,9 @@ type ReflectorOptions struct {
 	// others read it. A store of another Go type than the listed objects
 	// is never reused from. Set false for a store of your own that
 	// transforms in Replace, or whose objects are changed after they are
-	// stored. false keeps every listed copy, as client-go does.
+	// stored, or when the ListerWatcher's objects are read by others
+	// while it lists (no client's are). false keeps every listed copy
+	// as it was decoded, as client-go does.
 	ReuseHeldObjects *bool
 
 	// ShareStrings makes the objects the store gets share equal strings
@@ -229,7 +238,9 @@ type ReflectorOptions struct {
 	//
 	// Order: for the objects of a sync, an object reused under
 	// ReuseHeldObjects gets nothing more; others have their managedFields
-	// dropped, then their strings and maps shared, and then reach the store, whose
+	// dropped, then adopt their held version's values (ReuseHeldObjects;
+	// not under ShareStrings), then have their strings and maps shared,
+	// and then reach the store, whose
 	// own transform (an informer's SetTransform, a TransformingStore's)
 	// runs last, where the store runs it: client-go's queues and stores
 	// at Replace for a LIST, as each object arrives for a WatchList, at

@@ -47,9 +47,20 @@ type walkStep struct {
 	shareable bool
 }
 
-var (
-	// plans caches the plan of every type walked so far.
+// planCache holds the plans of one kind, built on first use.
+type planCache struct {
 	plans sync.Map // reflect.Type -> *plan
+	// own says the plans include the fields ownField names: sharing
+	// across objects leaves them out, adopting from the object's own
+	// held version (adopt.go) wants them most.
+	own bool
+}
+
+var (
+	// sharePlans are the plans of sharing across objects, heldPlans
+	// those of adopting a held object's values.
+	sharePlans = &planCache{}
+	heldPlans  = &planCache{own: true}
 	// planning serializes the building of plans, which may refer to each
 	// other (recursive types).
 	planning sync.Mutex
@@ -92,32 +103,37 @@ func ownMetadataField(name string) bool {
 	return false
 }
 
-// planFor returns the plan of t, building it (and those it refers to) on
+// planFor returns the sharing plan of t (see sharePlans).
+func planFor(t reflect.Type) *plan { return sharePlans.of(t) }
+
+// of returns the plan of t, building it (and those it refers to) on
 // first use.
-func planFor(t reflect.Type) *plan {
-	if p, ok := plans.Load(t); ok {
+func (c *planCache) of(t reflect.Type) *plan {
+	if p, ok := c.plans.Load(t); ok {
 		return p.(*plan)
 	}
 	planning.Lock()
 	defer planning.Unlock()
-	b := planBuilder{built: map[reflect.Type]*plan{}, yes: map[reflect.Type]bool{}, visiting: map[reflect.Type]bool{}}
+	b := planBuilder{cache: c, built: map[reflect.Type]*plan{}, yes: map[reflect.Type]bool{}, visiting: map[reflect.Type]bool{}}
 	p := b.plan(t)
 	for t, p := range b.built {
-		plans.Store(t, p)
+		c.plans.Store(t, p)
 	}
 	return p
 }
 
-// planBuilder builds the plans of one planFor call. A plan is registered
-// before its steps are computed, so a recursive type refers to its own
-// (then still unfinished) plan; none is published before all are done.
+// planBuilder builds the plans of one planCache.of call. A plan is
+// registered before its steps are computed, so a recursive type refers
+// to its own (then still unfinished) plan; none is published before all
+// are done.
 type planBuilder struct {
+	cache         *planCache
 	built         map[reflect.Type]*plan
 	yes, visiting map[reflect.Type]bool
 }
 
 func (b *planBuilder) plan(t reflect.Type) *plan {
-	if p, ok := plans.Load(t); ok {
+	if p, ok := b.cache.plans.Load(t); ok {
 		return p.(*plan)
 	}
 	if p, ok := b.built[t]; ok {
@@ -139,7 +155,7 @@ func (b *planBuilder) steps(t reflect.Type, off uintptr, steps []walkStep) []wal
 		return append(steps, walkStep{off: off, kind: walkString})
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() && !ownField(t, f.Name) {
+			if f := t.Field(i); f.IsExported() && (b.cache.own || !ownField(t, f.Name)) {
 				steps = b.steps(f.Type, off+f.Offset, steps)
 			}
 		}
