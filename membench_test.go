@@ -42,7 +42,7 @@ func BenchmarkMemorySideBySide(b *testing.B) {
 	all := map[memKey][]memResult{}
 	for rep := range runs {
 		for _, n := range sizes {
-			cfgs := memConfigs(dir, n)
+			cfgs := memConfigs(dir, n, rep == 0)
 			for k := range cfgs {
 				// The order turns with each repetition, so no
 				// implementation always runs first.
@@ -70,14 +70,20 @@ func (c memChildConfig) key() memKey { return memKey{c.Impl, c.Encoding, c.N} }
 var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean"}
 
 // memConfigs are the processes run for n Pods: every implementation on
-// JSON, and client-go's and ours on protobuf, timing only.
-func memConfigs(dir string, n int) []memChildConfig {
+// JSON, and client-go's and ours on protobuf, timing only; with side, the
+// side-by-side process too, once per encoding (its rounds are within).
+func memConfigs(dir string, n int, side bool) []memChildConfig {
 	var cfgs []memChildConfig
 	for _, impl := range memImplOrder {
 		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "json", Dir: dir})
 	}
 	for _, impl := range memImplOrder[:2] {
 		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "protobuf", Dir: dir, TimeOnly: true})
+	}
+	if side {
+		for _, enc := range []string{"json", "protobuf"} {
+			cfgs = append(cfgs, memChildConfig{Impl: memSideImpl, N: n, Encoding: enc, Dir: dir, SideBySide: true})
+		}
 	}
 	return cfgs
 }

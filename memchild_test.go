@@ -42,7 +42,13 @@ type memChildConfig struct {
 	// TimeOnly: only the decoding and sync-time phases (the protobuf
 	// runs, which answer how much the encoding changes the sync time).
 	TimeOnly bool
+	// SideBySide: every implementation in turn in this one process,
+	// timed (memside_test.go); Impl is memSideImpl.
+	SideBySide bool
 }
+
+// memSideImpl names the side-by-side process among the implementations.
+const memSideImpl = "side-by-side"
 
 // memResult is what a child measured. Heap figures are bytes; "live" is
 // the runtime's live heap as marked by the latest collection.
@@ -66,6 +72,8 @@ type memResult struct {
 	// decoded on the sending goroutine, as a client's watch decodes.
 	DecodedEventNs    float64
 	DecodedEventCPUNs float64
+	// Side holds the side-by-side process's figures, by implementation.
+	Side map[string]*memSideTimes `json:",omitempty"`
 }
 
 // memImpls are the informers compared, by name.
@@ -121,7 +129,7 @@ func TestMemChild(t *testing.T) {
 // default GOGC again, watch events.
 func runMemChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
 	newInf, ok := memImpls[cfg.Impl]
-	if !ok {
+	if !ok && !cfg.SideBySide {
 		return nil, fmt.Errorf("membench: no implementation %q", cfg.Impl)
 	}
 	_, dec := memCodec(cfg.Encoding)
@@ -135,6 +143,9 @@ func runMemChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
 		versions[v] = p
 	}
 	res := &memResult{memChildConfig: cfg}
+	if cfg.SideBySide {
+		return res, timeSideBySide(ctx, res, dec, versions[memInitial])
+	}
 	if err := measureDecode(res, dec, versions[memInitial]); err != nil {
 		return nil, err
 	}
