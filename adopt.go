@@ -18,23 +18,24 @@ import (
 // ones, so the listed copy's own become garbage with its page, and the
 // values the two versions share are held once from then on.
 //
-// Adopted are strings and byte slices, reached through struct fields,
-// pointers, slices and arrays (a string's bytes never change, and a byte
-// slice of a cached object must never be written to), and, with maps set,
-// whole map[string]string values (labels, annotations, a ConfigMap's
-// data) equal to the held version's: the two versions then share one
-// map, so maps is unset for a store that transforms, whose transform
-// could change the new version's map in place under the old one's
-// readers. No map is written into and no interface entered, since the
-// listed object's maps may be its page's, read by others; so unstructured
+// Adopted are strings, reached through struct fields, pointers, slices
+// and arrays, and, with mutable set, byte slices and whole
+// map[string]string values (labels, annotations, a ConfigMap's data)
+// equal to the held version's. A string's bytes never change; a byte
+// slice or map adopted is shared by the two versions, which is safe since
+// neither may be written to once stored, but not before the store's own
+// transform, which could change the new version's in place under the
+// old one's readers: so mutable is unset for a store that transforms.
+// No map is written into and no interface entered, since the listed
+// object's maps may be its page's, read by others; so unstructured
 // objects, whose content is all maps, adopt nothing.
 
-// adoptHeld replaces, in obj, each non-empty string and byte slice (and
-// with maps, each map[string]string) equal to the one at the same place
-// in held by held's, when both are pointers to the same Go type. Slices
-// are paired by index. obj's fields must not be read by anyone else
-// meanwhile; held is only read. Values keep their bytes.
-func adoptHeld(obj, held interface{}, maps bool) {
+// adoptHeld replaces, in obj, each non-empty string (and with mutable,
+// each byte slice and map[string]string) equal to the one at the same
+// place in held by held's, when both are pointers to the same Go type.
+// Slices are paired by index. obj's fields must not be read by anyone
+// else meanwhile; held is only read. Values keep their bytes.
+func adoptHeld(obj, held interface{}, mutable bool) {
 	ov, hv := reflect.ValueOf(obj), reflect.ValueOf(held)
 	if !ov.IsValid() || !hv.IsValid() || ov.Type() != hv.Type() || ov.Kind() != reflect.Pointer {
 		return
@@ -43,15 +44,16 @@ func adoptHeld(obj, held interface{}, maps bool) {
 	if o == nil || h == nil || o == h {
 		return
 	}
-	a := adopter{left: maxShareVisits, maps: maps}
+	a := adopter{left: maxShareVisits, mutable: mutable}
 	a.walk(heldPlans.of(ov.Type().Elem()), o, h, 0)
 }
 
 // adopter is one object's adoption walk: what is left of its visits
-// (see maxShareVisits and maxShareDepth), and whether it adopts maps.
+// (see maxShareVisits and maxShareDepth), and whether it adopts byte
+// slices and maps.
 type adopter struct {
-	left int
-	maps bool
+	left    int
+	mutable bool
 }
 
 // walk adopts what p describes in the value at obj from the one at held.
@@ -73,7 +75,9 @@ func (a *adopter) step(s *walkStep, obj, held unsafe.Pointer, depth int) {
 	case walkString:
 		adoptString((*string)(obj), (*string)(held))
 	case walkBytes:
-		adoptBytes((*[]byte)(obj), (*[]byte)(held))
+		if a.mutable {
+			adoptBytes((*[]byte)(obj), (*[]byte)(held))
+		}
 	case walkPointer:
 		o, h := *(*unsafe.Pointer)(obj), *(*unsafe.Pointer)(held)
 		if o != nil && h != nil && o != h {
@@ -92,7 +96,7 @@ func (a *adopter) step(s *walkStep, obj, held unsafe.Pointer, depth int) {
 			a.walk(s.elem, unsafe.Add(obj, i*s.size), unsafe.Add(held, i*s.size), depth+1)
 		}
 	case walkStringMap:
-		if a.maps {
+		if a.mutable {
 			adoptStringMap((*map[string]string)(obj), (*map[string]string)(held))
 		}
 	}

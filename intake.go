@@ -20,8 +20,8 @@ import (
 //     until the store's Replace; nothing else is done to a held object.
 //  2. managedFields are dropped (DropManagedFields).
 //  3. For the other objects of a sync, when the store holds another
-//     version under the object's key, the object's strings, byte slices
-//     and (unless the store transforms) string maps equal to that
+//     version under the object's key, the object's strings (and unless
+//     the store transforms, byte slices and string maps) equal to that
 //     version's become that version's (see adoptHeld; part of
 //     ReuseHeldObjects), unless step 4 shares strings.
 //  4. Equal strings are shared (ShareStrings), and equal maps
@@ -42,9 +42,9 @@ type intake struct {
 	// shared values.
 	dropManagedFields bool
 	table             *shareTable
-	// adoptMaps says adoptHeld may adopt maps: the store does not
-	// transform.
-	adoptMaps bool
+	// adoptMutable says adoptHeld may adopt byte slices and maps: the
+	// store does not transform.
+	adoptMutable bool
 	// filled says a sync has completed, so the store may hold objects.
 	// Before that nothing is looked up: the first sync finds nothing.
 	filled bool
@@ -53,8 +53,8 @@ type intake struct {
 // newIntake returns the intake of a Reflector with options o writing to
 // store, or nil when it has nothing to do.
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
-	in := &intake{dropManagedFields: o.DropManagedFields, adoptMaps: !storeTransforms(store)}
-	maps := o.ShareMaps && in.adoptMaps
+	in := &intake{dropManagedFields: o.DropManagedFields, adoptMutable: !storeTransforms(store)}
+	maps := o.ShareMaps && in.adoptMutable
 	if o.ShareStrings || maps {
 		in.table = newShareTableOf(o.ShareStrings, maps)
 	}
@@ -80,7 +80,7 @@ func (in *intake) lean(obj runtime.Object) { in.leanFrom(obj, nil) }
 func (in *intake) leanFrom(obj runtime.Object, old interface{}) {
 	in.leanDeleted(obj)
 	if old != nil && (in.table == nil || !in.table.strings) {
-		adoptHeld(obj, old, in.adoptMaps)
+		adoptHeld(obj, old, in.adoptMutable)
 	}
 	if in.table != nil {
 		in.table.object(obj)
@@ -269,7 +269,7 @@ func (r *Reflector) reuseFrom(store getter, o ReflectorOptions) {
 		return
 	}
 	if r.in == nil {
-		r.in = &intake{adoptMaps: !storeTransforms(r.store)}
+		r.in = &intake{adoptMutable: !storeTransforms(r.store)}
 	}
 	r.in.held = heldInStore{store: store}
 }

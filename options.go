@@ -168,12 +168,12 @@ type ReflectorOptions struct {
 	// The store's Replace, and a store's consumers (an informer's
 	// handlers), are then given the held object itself. A listed object
 	// at another resourceVersion than the held one takes, in place, the
-	// held one's copy of each string and byte slice equal at the same
-	// place, and of each equal map[string]string (labels, annotations, a
-	// ConfigMap's data) unless the store transforms: values are unchanged
-	// byte for byte, and what did not change is held once instead of
-	// twice (maps and interfaces are not entered, so unstructured objects
-	// adopt nothing). It applies to
+	// held one's copy of each string equal at the same place, and unless
+	// the store transforms, of each equal byte slice and
+	// map[string]string (labels, annotations, a ConfigMap's data): values
+	// are unchanged byte for byte, and what did not change is held once
+	// instead of twice (maps and interfaces are not entered, so
+	// unstructured objects adopt nothing). It applies to
 	// stores that can say what they hold (a Get method): this package's
 	// and client-go's stores and indexers, and this package's informers;
 	// not to queues (DeltaFIFO, RealFIFO, whose Get returns deltas), nor
