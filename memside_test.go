@@ -19,8 +19,10 @@ import (
 // Pods and client-go's, level in one process, took 2.45 s and 2.17 s in
 // two; one informer's took 2.0-2.6 s across the turns of one process).
 
-// memSideRounds is the number of turns each implementation takes.
-const memSideRounds = 5
+// memSideRounds is the number of turns each implementation takes with n
+// Pods: 5 at 100,000, more for fewer Pods (15 at 10,000), whose turns are
+// shorter and move more from one to the next.
+func memSideRounds(n int) int { return max(5, min(15, 1_500_000/max(n, 1))) }
 
 // memSideTimes are one implementation's figures from the side-by-side
 // process, one per round.
@@ -31,14 +33,14 @@ type memSideTimes struct {
 	EventAllocs []float64 // the same, allocations
 }
 
-// timeSideBySide runs memSideRounds rounds in which each implementation in
+// timeSideBySide runs memSideRounds(res.N) rounds in which each implementation in
 // turn (the order turning each round) syncs res.N Pods from pages and then
 // takes MODIFIED watch events decoded from bytes on the sending
 // goroutine, as a client's watch decoder does; at the default GOGC, one
 // informer alive at a time.
 func timeSideBySide(ctx context.Context, res *memResult, dec apiruntime.Decoder, pages *memPages) error {
 	res.Side = map[string]*memSideTimes{}
-	for round := range memSideRounds {
+	for round := range memSideRounds(res.N) {
 		for k := range memImplOrder {
 			impl := memImplOrder[(k+round)%len(memImplOrder)]
 			t := res.Side[impl]
