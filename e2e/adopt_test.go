@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"reflect"
 	"strconv"
 	"testing"
@@ -50,15 +49,8 @@ func TestRelistAdoptsFromTheHeldVersion(t *testing.T) {
 	mustReachRV(t, tracked, annotateSecret(t, cs, ns, "s-0", "watching"))
 	before := secretsByName(store)
 
-	waiting, release := lw.interrupt()
+	release := lw.holdNextWatch(t)
 	defer release()
-	ctx, cancel := context.WithTimeout(t.Context(), minute)
-	defer cancel()
-	select {
-	case <-waiting:
-	case <-ctx.Done():
-		t.Fatal("the Reflector did not watch again after its watch was stopped")
-	}
 	var last string
 	for i := range n {
 		last = annotateSecret(t, cs, ns, "s-"+strconv.Itoa(i), "relisted")

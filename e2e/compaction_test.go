@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,6 +91,21 @@ func (g *gatedLW) interrupt() (waiting <-chan struct{}, release func()) {
 			close(gate)
 		})
 	}
+}
+
+// holdNextWatch interrupts the open watch and waits, for up to a minute,
+// until the Reflector's next Watch call is held at the gate; it returns
+// release (see interrupt).
+func (g *gatedLW) holdNextWatch(t *testing.T) (release func()) {
+	t.Helper()
+	waiting, release := g.interrupt()
+	select {
+	case <-waiting:
+	case <-time.After(minute):
+		release()
+		t.Fatal("the Reflector did not watch again after its watch was stopped")
+	}
+	return release
 }
 
 // cutWatch passes on the events of a watch until it is stopped (by its
@@ -253,15 +269,8 @@ func TestCompactionExpiresTheWatch(t *testing.T) {
 	// close the Reflector resumes from, not a very short watch.
 	mustReachRV(t, store, writeSecret(t, cs, ns, "marker", "watching"))
 
-	waiting, release := lw.interrupt()
+	release := lw.holdNextWatch(t)
 	defer release()
-	ctx, cancel := context.WithTimeout(t.Context(), minute)
-	defer cancel()
-	select {
-	case <-waiting:
-	case <-ctx.Done():
-		t.Fatal("the Reflector did not watch again after its watch was stopped")
-	}
 	at := r.LastSyncResourceVersion()
 	last := churnSecrets(t, cs, ns, 20)
 	rev := testCluster.compactEtcd(t)
