@@ -14,18 +14,10 @@ import (
 )
 
 // decodedPod is realisticPod i as a client decodes it: from JSON bytes,
-// every string its own allocation.
+// every string its own (see decodedFrom).
 func decodedPod(t testing.TB, i int) *corev1.Pod {
 	t.Helper()
-	b, err := json.Marshal(realisticPod(i, i+1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &corev1.Pod{}
-	if err := json.Unmarshal(b, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return decodedFrom(t, realisticPod(i, i+1))
 }
 
 func decodedUnstructuredPod(t testing.TB, i int) *unstructured.Unstructured {
