@@ -20,8 +20,8 @@ import (
 // two; one informer's took 2.0-2.6 s across the turns of one process).
 
 // memSideRounds is the number of turns each implementation takes with n
-// Pods: 5 at 100,000, more for fewer Pods (15 at 10,000), whose turns are
-// shorter and move more from one to the next.
+// Pods: 15 up to 100,000 Pods, fewer beyond (at least 5, at 300,000 and
+// more), whose turns are longer.
 func memSideRounds(n int) int { return max(5, min(15, 1_500_000/max(n, 1))) }
 
 // memSideTimes are one implementation's figures from the side-by-side
