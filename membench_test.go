@@ -140,9 +140,15 @@ func median(rs []memResult, f func(memResult) float64) float64 {
 	for i, r := range rs {
 		vs[i] = f(r)
 	}
-	slices.Sort(vs)
+	return middle(vs)
+}
+
+// middle is the median of vs (the lower of the two middle values when
+// their number is even), sorting vs in place; 0 if vs is empty.
+func middle(vs []float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}
+	slices.Sort(vs)
 	return vs[(len(vs)-1)/2]
 }
