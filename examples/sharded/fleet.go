@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
@@ -43,8 +44,9 @@ func (f *fleet) waitFor(ctx context.Context) error {
 // reshard moves the fleet to n replicas without a moment in which an
 // object has no owner: new replicas start on their new shard, old ones
 // first take the union of their old and new shard, and only once all have
-// synced does each old one shrink to its new shard.
-func (f *fleet) reshard(ctx context.Context, wg *sync.WaitGroup, d *demo, n int) error {
+// synced does each old one shrink to its new shard. It samples the owners
+// of the objects in resident throughout (see sample).
+func (f *fleet) reshard(ctx context.Context, wg *sync.WaitGroup, d *demo, n int, resident []runtime.Object) error {
 	old := len(f.informers)
 	final := make([]cache.Shard, n)
 	for i := range n {
@@ -53,7 +55,7 @@ func (f *fleet) reshard(ctx context.Context, wg *sync.WaitGroup, d *demo, n int)
 	for i := old; i < n; i++ {
 		f.start(ctx, wg, d.newReplica(final[i]), final[i])
 	}
-	sampler := f.sample(ctx, d)
+	sampler := f.sample(ctx, resident)
 	defer sampler()
 	for i := range old {
 		u, err := f.shards[i].Union(final[i])
@@ -79,14 +81,14 @@ func (f *fleet) setShard(i int, s cache.Shard) {
 }
 
 // sample checks, every millisecond until stopped, how many replicas own
-// each object the server held when it started, keeping the fewest in
-// minOwners and the number of samples in samples. (Objects created later
-// may not have reached any watch yet.)
-func (f *fleet) sample(ctx context.Context, d *demo) (stop func()) {
+// each of objs, keeping the fewest in minOwners and the number of samples
+// in samples. objs must be objects every replica has already seen (synced
+// before the writer started): one created since may not have reached any
+// watch yet, and would count as unowned.
+func (f *fleet) sample(ctx context.Context, objs []runtime.Object) (stop func()) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	informers := append([]cache.SharedIndexInformer(nil), f.informers...)
-	objs, _ := d.cms.Objects()
 	f.minOwners, f.samples = len(informers)+1, 0
 	go func() {
 		defer close(done)
