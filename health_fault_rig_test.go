@@ -147,6 +147,18 @@ func (g *faultRig) expectFirstDegraded(from, lo, hi time.Duration, reason cache.
 	}
 }
 
+// expectDegradedAfterGrace fails the test unless a loss of touch that
+// began at from raised no alarm for its first 9 s (within the grace period,
+// 10 s) and was reported by its 11th second, the first Degraded change
+// having reason and a LastError errOK accepts. It sleeps until from+11s.
+func (g *faultRig) expectDegradedAfterGrace(from time.Duration, reason cache.DegradedReason, errOK func(error) bool, what string) {
+	g.t.Helper()
+	g.sleepUntil(from + 9*time.Second)
+	g.expectNoAlarm(from, "the first 9 s of "+what+" (within the grace period)")
+	g.sleepUntil(from + 11*time.Second)
+	g.expectFirstDegraded(from, 10*time.Second, 11*time.Second, reason, errOK, what)
+}
+
 // expect fails the test unless health is state (with reason when
 // Degraded) now; when says what the moment is.
 func (g *faultRig) expect(state cache.HealthState, reason cache.DegradedReason, when string) {

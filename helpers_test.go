@@ -22,13 +22,23 @@ func runInformer(t testing.TB, inf SharedIndexInformer) (stop func()) {
 	return stop
 }
 
-// startRun is the tests' one runner: run in its own goroutine until stop
-// is called or the test ends (through t.Cleanup, so inside a synctest
-// bubble too). ctx is the run's context, ended by stop. stop returns once
-// run has returned; calling it again does nothing.
+// startRun is startRunIn with the test's context as the parent.
 func startRun(t testing.TB, run func(context.Context)) (ctx context.Context, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
+	return startRunIn(t, t.Context(), run)
+}
+
+// StartRunIn is startRunIn for the tests of package cache_test.
+var StartRunIn = startRunIn
+
+// startRunIn is the tests' one runner: run in its own goroutine, with a
+// context derived from parent, until stop is called or the test ends
+// (through t.Cleanup, so inside a synctest bubble too). ctx is the run's
+// context, ended by stop. stop returns once run has returned; calling it
+// again does nothing.
+func startRunIn(t testing.TB, parent context.Context, run func(context.Context)) (ctx context.Context, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
