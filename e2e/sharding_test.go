@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kreflector/cache"
 )
@@ -42,42 +43,102 @@ import (
 // watches of other tests too.
 func TestShardedInformersUnderChurn(t *testing.T) {
 	cs := client(t, testCluster.admin)
-	ns := namespace(t, cs)
-	const (
-		workers, perWorker = 4, 400 // 1,600 objects for the churn to start with
-		residents          = 400    // and 400 it never touches
-		rate               = 25.0   // calls a second
-		churnFor           = 62 * time.Second
-	)
-	start := time.Now()
-	var names []string
-	for w := range workers {
-		names = append(names, churnNames(w, perWorker)...)
+	fx := newChurnFixture(t, cs)
+	groupA, groupB := fx.startGroups(t)
+	ch := startChurn(t.Context(), cs, fx.ns, churnWorkers, churnPerWorker, churnRate, churnFor, 19)
+	t.Cleanup(func() { <-ch.done })
+
+	expireWatches(t, ch, groupA)
+	ch.waitOps(t, 500)
+	sampler := startOwnerSampler(fx.residentKeys, groupB, 20*time.Millisecond)
+	groupB = fx.handOver(t, ch, groupB, sampler)
+	checkChurnVolume(t, ch, len(fx.names))
+	quiesce(t, cs, fx.ns, fx.four, groupA, groupB)
+	samples, orphans := sampler.finish()
+
+	server := shardedSecretList(t, cs, fx.ns, cache.Shard{})
+	serverKeys := keysOf(t, server)
+	t.Logf("quiesced: the server holds %d Secrets", len(server))
+	wantShard := make([][]interface{}, 4)
+	for i := range 4 {
+		wantShard[i] = shardedSecretList(t, cs, fx.ns, fx.four[i])
 	}
-	var residentKeys []string
-	for i := range residents {
+	t.Run("A", func(t *testing.T) {
+		checkPartition(t, groupA, fx.four, wantShard, serverKeys)
+		checkExpiredAndBalanced(t, groupA, len(server))
+		checkHeardByOwner(t, groupA, fx.four, serverKeys)
+	})
+	t.Run("B", func(t *testing.T) {
+		checkPartition(t, groupB, fx.four, wantShard, serverKeys)
+		for _, r := range groupB[:3] {
+			if st := r.health(t).Stats().Reflector; st.Lists[cache.ListReshard] < r.reshards {
+				t.Errorf("%s: %d reshard LISTs after %d changes of shard (lists %v)", r.name, st.Lists[cache.ListReshard], r.reshards, st.Lists)
+			}
+		}
+		t.Logf("%d samples of the %d untouched objects' owners from the reshard's start to quiescence", samples, churnResidents)
+		if samples < 10 {
+			t.Errorf("only %d samples taken", samples)
+		}
+		if len(orphans) > 0 {
+			t.Errorf("objects without an owner:\n  %s", strings.Join(orphans, "\n  "))
+		}
+	})
+}
+
+// The churn of TestShardedInformersUnderChurn.
+const (
+	churnWorkers, churnPerWorker = 4, 400 // 1,600 objects for the churn to start with
+	churnResidents               = 400    // and 400 it never touches
+	churnRate                    = 25.0   // calls a second
+	churnFor                     = 62 * time.Second
+)
+
+// churnFixture is TestShardedInformersUnderChurn's namespace, the objects
+// created in it before the churn, and the shards of 3 and 4 replicas.
+type churnFixture struct {
+	cs    *kubernetes.Clientset
+	ns    string
+	start time.Time
+	// names are all the objects created; residentKeys the keys of those
+	// the churn never touches, and stable their UIDs.
+	names        []string
+	residentKeys []string
+	stable       map[string]types.UID
+	three, four  []cache.Shard
+}
+
+func newChurnFixture(t *testing.T, cs *kubernetes.Clientset) *churnFixture {
+	fx := &churnFixture{cs: cs, ns: namespace(t, cs), start: time.Now()}
+	for w := range churnWorkers {
+		fx.names = append(fx.names, churnNames(w, churnPerWorker)...)
+	}
+	for i := range churnResidents {
 		name := "resident-" + strconv.Itoa(i)
-		names = append(names, name)
-		residentKeys = append(residentKeys, ns+"/"+name)
+		fx.names = append(fx.names, name)
+		fx.residentKeys = append(fx.residentKeys, fx.ns+"/"+name)
 	}
-	if err := createSecrets(t.Context(), cs, ns, names); err != nil {
+	if err := createSecrets(t.Context(), cs, fx.ns, fx.names); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d Secrets created in %v", len(names), time.Since(start).Round(time.Millisecond))
-	stable := stableObjects(t, cs, ns, "resident-")
-
-	four := make([]cache.Shard, 4)
-	for i := range four {
-		four[i] = mustReplicaShard(t, i, 4)
+	t.Logf("%d Secrets created in %v", len(fx.names), time.Since(fx.start).Round(time.Millisecond))
+	fx.stable = stableObjects(t, cs, fx.ns, "resident-")
+	for i := range 3 {
+		fx.three = append(fx.three, mustReplicaShard(t, i, 3))
 	}
-	var groupA, groupB []*replica
 	for i := range 4 {
-		groupA = append(groupA, startReplica(t, cs, ns, fmt.Sprintf("A%d-of-4", i), four[i]))
+		fx.four = append(fx.four, mustReplicaShard(t, i, 4))
 	}
-	three := make([]cache.Shard, 3)
-	for i := range three {
-		three[i] = mustReplicaShard(t, i, 3)
-		groupB = append(groupB, startReplica(t, cs, ns, fmt.Sprintf("B%d-of-3", i), three[i]))
+	return fx
+}
+
+// startGroups starts group A (4 replicas of 4 shards) and group B (3 of
+// 3) and waits until all 7 have synced.
+func (fx *churnFixture) startGroups(t *testing.T) (groupA, groupB []*replica) {
+	for i := range 4 {
+		groupA = append(groupA, startReplica(t, fx.cs, fx.ns, fmt.Sprintf("A%d-of-4", i), fx.four[i]))
+	}
+	for i := range 3 {
+		groupB = append(groupB, startReplica(t, fx.cs, fx.ns, fmt.Sprintf("B%d-of-3", i), fx.three[i]))
 	}
 	for _, r := range slices.Concat(groupA, groupB) {
 		ctx, cancel := context.WithTimeout(t.Context(), minute)
@@ -87,18 +148,20 @@ func TestShardedInformersUnderChurn(t *testing.T) {
 			t.Fatalf("%s: %v", r.name, err)
 		}
 	}
-	t.Logf("7 informers synced %v after the start", time.Since(start).Round(time.Millisecond))
+	t.Logf("7 informers synced %v after the start", time.Since(fx.start).Round(time.Millisecond))
+	return groupA, groupB
+}
 
-	ch := startChurn(t.Context(), cs, ns, workers, perWorker, rate, churnFor, 19)
-	t.Cleanup(func() { <-ch.done })
-
-	// Group A: hold every watch, let the churn go on, compact, release.
+// expireWatches holds every watch of group, lets the churn go on for 50
+// calls, compacts etcd past them all and releases them: each resumes into
+// 410 Expired and relists.
+func expireWatches(t *testing.T, ch *churn, group []*replica) {
 	ch.waitOps(t, 100)
 	var releases []func()
-	for _, r := range groupA {
+	for _, r := range group {
 		waiting, release := r.gate.interrupt()
 		releases = append(releases, release)
-		defer release()
+		t.Cleanup(release)
 		ctx, cancel := context.WithTimeout(t.Context(), minute)
 		select {
 		case <-waiting:
@@ -113,43 +176,54 @@ func TestShardedInformersUnderChurn(t *testing.T) {
 		release()
 	}
 	t.Logf("group A's watches held from call %d; etcd compacted at revision %d", ch.ops.Load()-50, rev)
+}
 
-	// Group B: from 3 to 4 replicas while the churn goes on.
-	ch.waitOps(t, 500)
-	sampler := startOwnerSampler(residentKeys, groupB, 20*time.Millisecond)
-	reshardStart := time.Now()
+// handOver reshards group B from 3 to 4 replicas by the handoff protocol
+// while the churn goes on, adding the fourth replica to sampler, and
+// returns the 4.
+func (fx *churnFixture) handOver(t *testing.T, ch *churn, groupB []*replica, sampler *ownerSampler) []*replica {
+	start := time.Now()
 	unions := make([]cache.Shard, 3)
 	for i, r := range groupB {
-		u, err := three[i].Union(four[i])
+		u, err := fx.three[i].Union(fx.four[i])
 		if err != nil {
 			t.Fatal(err)
 		}
 		unions[i] = u
-		r.setShard(t, u, stable)
+		r.setShard(t, u, fx.stable)
 	}
-	b3 := startReplica(t, cs, ns, "B3-of-4", four[3])
-	b3.waitForShard(t, four[3], stable)
-	b3.syncedTo(t, four[3], 0, 0)
+	b3 := startReplica(t, fx.cs, fx.ns, "B3-of-4", fx.four[3])
+	b3.waitForShard(t, fx.four[3], fx.stable)
+	b3.syncedTo(t, fx.four[3], 0, 0)
 	sampler.add(b3)
 	groupB = append(groupB, b3)
 	for i, r := range groupB[:3] {
-		r.setShard(t, four[i], stable)
+		r.setShard(t, fx.four[i], fx.stable)
 	}
-	t.Logf("group B resharded 3 → 4 in %v, during churn calls up to %d; unions %v", time.Since(reshardStart).Round(time.Millisecond), ch.ops.Load(), unions)
+	t.Logf("group B resharded 3 → 4 in %v, during churn calls up to %d; unions %v", time.Since(start).Round(time.Millisecond), ch.ops.Load(), unions)
+	return groupB
+}
 
+// checkChurnVolume waits for the churn to end and checks that it was the
+// one promised: at least 20 calls a second for at least 60 s, and, with
+// the created objects, at least 2,000 objects.
+func checkChurnVolume(t *testing.T, ch *churn, created int) {
 	elapsed := ch.wait(t)
 	ops, creates := ch.ops.Load(), ch.creates.Load()
 	t.Logf("churn: %d calls in %v (%.1f/s), %d creates", ops, elapsed.Round(time.Millisecond), float64(ops)/elapsed.Seconds(), creates)
 	if elapsed < 60*time.Second || float64(ops)/elapsed.Seconds() < 20 {
 		t.Errorf("churn of %d calls in %v: want at least 20 a second for at least 60 s", ops, elapsed)
 	}
-	if objects := uint64(len(names)) + creates; objects < 2000 {
+	if objects := uint64(created) + creates; objects < 2000 {
 		t.Errorf("%d objects in the test, want at least 2,000", objects)
 	}
+}
 
-	// Quiesce: each replica is told of the newest marker in its shard.
-	markers := shardMarkers(t, cs, ns, four)
-	for i := range 4 {
+// quiesce waits until replica i of each group has been told of the newest
+// marker in shard i (see shardMarkers).
+func quiesce(t *testing.T, cs kubernetes.Interface, ns string, shards []cache.Shard, groupA, groupB []*replica) {
+	markers := shardMarkers(t, cs, ns, shards)
+	for i := range shards {
 		for _, r := range []*replica{groupA[i], groupB[i]} {
 			ctx, cancel := context.WithTimeout(t.Context(), minute)
 			err := r.log.waitFor(ctx, markers[i].key, markers[i].rv)
@@ -159,68 +233,51 @@ func TestShardedInformersUnderChurn(t *testing.T) {
 			}
 		}
 	}
-	samples, orphans := sampler.finish()
-	server := shardedSecretList(t, cs, ns, cache.Shard{})
-	serverKeys := keysOf(t, server)
-	t.Logf("quiesced: the server holds %d Secrets", len(server))
+}
 
-	wantShard := make([][]interface{}, 4)
-	for i := range 4 {
-		wantShard[i] = shardedSecretList(t, cs, ns, four[i])
+// checkExpiredAndBalanced checks that each replica of group relisted after
+// a 410 and holds 25 % ± 5 % of the server's objects.
+func checkExpiredAndBalanced(t *testing.T, group []*replica, onServer int) {
+	for i, r := range group {
+		n := len(r.inf.GetStore().ListKeys())
+		if f := float64(n) / float64(onServer); f < 0.20 || f > 0.30 {
+			t.Errorf("%s holds %d of %d objects (%.1f %%), want 25 %% ± 5 %%", r.name, n, onServer, 100*f)
+		}
+		st := r.health(t).Stats().Reflector
+		if st.WatchEnds[cache.WatchExpired] < 1 || st.Lists[cache.ListExpired] < 1 {
+			t.Errorf("%s: no 410 relist after the compaction: watch ends %v, lists %v", r.name, st.WatchEnds, st.Lists)
+		}
+		t.Logf("%s (shard %d): %d objects; lists %v; watch ends %v", r.name, i, n, st.Lists, st.WatchEnds)
 	}
-	t.Run("A", func(t *testing.T) {
-		checkPartition(t, groupA, four, wantShard, serverKeys)
-		for i, r := range groupA {
-			n := len(r.inf.GetStore().ListKeys())
-			if f := float64(n) / float64(len(server)); f < 0.20 || f > 0.30 {
-				t.Errorf("%s holds %d of %d objects (%.1f %%), want 25 %% ± 5 %%", r.name, n, len(server), 100*f)
-			}
-			st := r.health(t).Stats().Reflector
-			if st.WatchEnds[cache.WatchExpired] < 1 || st.Lists[cache.ListExpired] < 1 {
-				t.Errorf("%s: no 410 relist after the compaction: watch ends %v, lists %v", r.name, st.WatchEnds, st.Lists)
-			}
-			t.Logf("%s (shard %d): %d objects; lists %v; watch ends %v", r.name, i, n, st.Lists, st.WatchEnds)
+}
+
+// checkHeardByOwner checks that each object ever heard of by a handler of
+// group was heard of by exactly one, its owner's (the replica whose shard
+// holds its UID), and that each object on the server was heard of.
+func checkHeardByOwner(t *testing.T, group []*replica, shards []cache.Shard, serverKeys map[string]types.UID) {
+	heardBy := map[types.UID][]int{}
+	for i, r := range group {
+		uids, _ := r.log.snapshot()
+		for u := range uids {
+			heardBy[u] = append(heardBy[u], i)
 		}
-		// Each object heard of by exactly one handler, its owner's.
-		heardBy := map[types.UID][]int{}
-		for i, r := range groupA {
-			uids, _ := r.log.snapshot()
-			for u := range uids {
-				heardBy[u] = append(heardBy[u], i)
-			}
+	}
+	var wrong []string
+	for u, rs := range heardBy {
+		if len(rs) != 1 || !owns(shards[rs[0]], u) {
+			wrong = append(wrong, fmt.Sprintf("uid %s (hash %#016x) heard of by replicas %v", u, uidHash(u), rs))
 		}
-		var wrong []string
-		for u, rs := range heardBy {
-			if len(rs) != 1 || !owns(four[rs[0]], u) {
-				wrong = append(wrong, fmt.Sprintf("uid %s (hash %#016x) heard of by replicas %v", u, uidHash(u), rs))
-			}
+	}
+	for key, u := range serverKeys {
+		if _, ok := heardBy[u]; !ok {
+			wrong = append(wrong, fmt.Sprintf("%s (uid %s) on the server, heard of by no handler", key, u))
 		}
-		for key, u := range serverKeys {
-			if _, ok := heardBy[u]; !ok {
-				wrong = append(wrong, fmt.Sprintf("%s (uid %s) on the server, heard of by no handler", key, u))
-			}
-		}
-		if len(wrong) > 0 {
-			slices.Sort(wrong)
-			t.Errorf("%d objects not heard of by exactly their owner's handler; the first:\n  %s", len(wrong), strings.Join(wrong[:min(len(wrong), maxDiffs)], "\n  "))
-		}
-		t.Logf("%d objects heard of, each by one handler", len(heardBy))
-	})
-	t.Run("B", func(t *testing.T) {
-		checkPartition(t, groupB, four, wantShard, serverKeys)
-		for _, r := range groupB[:3] {
-			if st := r.health(t).Stats().Reflector; st.Lists[cache.ListReshard] < r.reshards {
-				t.Errorf("%s: %d reshard LISTs after %d changes of shard (lists %v)", r.name, st.Lists[cache.ListReshard], r.reshards, st.Lists)
-			}
-		}
-		t.Logf("%d samples of the %d untouched objects' owners from the reshard's start to quiescence", samples, residents)
-		if samples < 10 {
-			t.Errorf("only %d samples taken", samples)
-		}
-		if len(orphans) > 0 {
-			t.Errorf("objects without an owner:\n  %s", strings.Join(orphans, "\n  "))
-		}
-	})
+	}
+	if len(wrong) > 0 {
+		slices.Sort(wrong)
+		t.Errorf("%d objects not heard of by exactly their owner's handler; the first:\n  %s", len(wrong), strings.Join(wrong[:min(len(wrong), maxDiffs)], "\n  "))
+	}
+	t.Logf("%d objects heard of, each by one handler", len(heardBy))
 }
 
 // checkPartition checks a group of replicas at quiescence: replica i's
