@@ -203,28 +203,37 @@ func decodeAll(res *memResult, events []memEvent) error {
 	return nil
 }
 
-// eventTimes are the costs per event of a watch phase.
-type eventTimes struct{ ns, cpuNs, allocs, bytes float64 }
+// eventTimes are the costs per event of a watch phase, and elsewhere
+// the cores other processes took meanwhile (see loadElsewhere; 0 where
+// the machine's load cannot be read).
+type eventTimes struct{ ns, cpuNs, allocs, bytes, elsewhere float64 }
 
 // timeEvents runs send on a goroutine of its own and measures, per event,
 // until the handler has had m more calls: wall time, the process's CPU
-// time (every goroutine, the collector's included), and allocations.
+// time (every goroutine, the collector's included), and allocations;
+// and the machine's other load meanwhile.
 func timeEvents(r *memRun, m int, send func()) (eventTimes, error) {
 	want := r.h.calls() + int64(m)
 	liveHeapNow()
 	before, cpu0 := allocCounts(), processCPU()
+	busy0, busyKnown := machineBusy()
 	start := time.Now()
 	go send()
 	if err := r.h.wait(want); err != nil {
 		return eventTimes{}, err
 	}
 	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	busy1, _ := machineBusy()
 	after := allocCounts()
 	per := func(v float64) float64 { return v / float64(m) }
-	return eventTimes{
+	t := eventTimes{
 		ns: per(float64(elapsed.Nanoseconds())), cpuNs: per(float64(cpu.Nanoseconds())),
 		allocs: per(float64(after[0] - before[0])), bytes: per(float64(after[1] - before[1])),
-	}, nil
+	}
+	if busyKnown {
+		t.elsewhere = loadElsewhere(busy1-busy0, cpu, elapsed)
+	}
+	return t, nil
 }
 
 // processCPU is the user and system CPU time this process has used.

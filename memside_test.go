@@ -31,6 +31,8 @@ type memSideTimes struct {
 	EventNs     []float64 // per MODIFIED event decoded from bytes, wall
 	EventCPUNs  []float64 // the same, the process's CPU time
 	EventAllocs []float64 // the same, allocations
+	// EventElsewhere is the cores other processes took meanwhile.
+	EventElsewhere []float64
 }
 
 // timeSideBySide runs memSideRounds(res.N) rounds in which each implementation in
@@ -80,7 +82,7 @@ func sideTurn(ctx context.Context, res *memResult, dec apiruntime.Decoder, pages
 		return err
 	}
 	t.EventNs, t.EventCPUNs = append(t.EventNs, ev.ns), append(t.EventCPUNs, ev.cpuNs)
-	t.EventAllocs = append(t.EventAllocs, ev.allocs)
+	t.EventAllocs, t.EventElsewhere = append(t.EventAllocs, ev.allocs), append(t.EventElsewhere, ev.elsewhere)
 	return nil
 }
 

@@ -101,15 +101,18 @@ func sideOf(all map[memKey][]memResult, enc string, n int) map[string]*memSideTi
 	return rs[0].Side
 }
 
-// sideRows are the side-by-side table's lines.
+// sideRows are the side-by-side table's lines; a plain one has no
+// ratios (a figure about the machine, not the informers).
 var sideRows = []struct {
 	label, format string
 	get           func(*memSideTimes) []float64
+	plain         bool
 }{
-	{"sync time (GOGC 100)", "%.2f s", func(t *memSideTimes) []float64 { return t.SyncSeconds }},
-	{"per watch event decoded from bytes, wall", "%.0f ns", func(t *memSideTimes) []float64 { return t.EventNs }},
-	{"… CPU", "%.0f ns", func(t *memSideTimes) []float64 { return t.EventCPUNs }},
-	{"… allocations per event", "%.1f", func(t *memSideTimes) []float64 { return t.EventAllocs }},
+	{"sync time (GOGC 100)", "%.2f s", func(t *memSideTimes) []float64 { return t.SyncSeconds }, false},
+	{"per watch event decoded from bytes, wall", "%.0f ns", func(t *memSideTimes) []float64 { return t.EventNs }, false},
+	{"… CPU", "%.0f ns", func(t *memSideTimes) []float64 { return t.EventCPUNs }, false},
+	{"… allocations per event", "%.1f", func(t *memSideTimes) []float64 { return t.EventAllocs }, false},
+	{"… cores other processes took meanwhile", "%.2f", func(t *memSideTimes) []float64 { return t.EventElsewhere }, true},
 }
 
 // printSideTable prints medians with each one's ratio to client-go's and,
@@ -123,6 +126,7 @@ func printSideTable(w io.Writer, side map[string]*memSideTimes) {
 			v := sideMedian(side, impl, row.get)
 			cell := fmt.Sprintf(row.format, v)
 			switch {
+			case row.plain:
 			case impl == "kreflector" && cg != 0:
 				cell += fmt.Sprintf(" (%.3fx client-go's)", v/cg)
 			case impl != "client-go" && ours != 0:
