@@ -11,12 +11,12 @@ import (
 
 // The machine's other load during a timed phase of the memory benchmark.
 //
-// Time ratios between the side-by-side turns hold only while nothing else
-// takes the machine's cores: the informer's goroutine runs beside the
-// watch decoder on the second core, and what it costs is hidden there
-// only while that core is free. So each timed event phase also records
-// the cores that other processes (and the hypervisor, as steal) took
-// meanwhile, and the side-by-side table prints its median.
+// A run's time figures are read knowing what else ran: each timed event
+// phase also records the cores that other processes (and the
+// hypervisor, as steal) took meanwhile, and the side-by-side table
+// prints its median. (On the benchmark machine a core kept busy by a
+// shell loop slowed every informer alike and left the ratios where they
+// were; see docs/benchmarks.md.)
 
 // clockTicksPerSecond is Linux's USER_HZ, the unit of /proc/stat: 100 on
 // every architecture Go builds this benchmark for.
