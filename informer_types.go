@@ -114,9 +114,10 @@ const NamespaceIndex = clientgocache.NamespaceIndex
 // ErrFIFOClosed is returned by a closed Queue's Pop.
 var ErrFIFOClosed = clientgocache.ErrFIFOClosed
 
-// NewIndexer returns client-go's thread-safe Indexer keyed by keyFunc.
-func NewIndexer(keyFunc clientgocache.KeyFunc, indexers Indexers) Indexer {
-	return clientgocache.NewIndexer(keyFunc, indexers)
+// NewIndexer returns client-go's thread-safe Indexer keyed by keyFunc,
+// built with client-go's store options (WithTransformer, WithStoreMetrics).
+func NewIndexer(keyFunc KeyFunc, indexers Indexers, opts ...StoreOption) Indexer {
+	return clientgocache.NewIndexer(keyFunc, indexers, opts...)
 }
 
 // MetaNamespaceIndexFunc indexes an object by its namespace.
@@ -140,4 +141,26 @@ func WaitForNamedCacheSync(controllerName string, stopCh <-chan struct{}, cacheS
 // from its last call. It must not be called from inside the handler.
 func ShutDownEventHandler(informer SharedInformer, handle ResourceEventHandlerRegistration) error {
 	return clientgocache.ShutDownEventHandler(informer, handle)
+}
+
+// InformerName is client-go's process-wide unique informer name, which
+// enables client-go's informer metrics for the resources registered under
+// it (SharedIndexInformerOptions.Identifier); our informers honour it as
+// client-go's do.
+type InformerName = clientgocache.InformerName
+
+// NewInformerName is client-go's NewInformerName: an error if name is empty
+// or already taken in this process.
+func NewInformerName(name string) (*InformerName, error) { return clientgocache.NewInformerName(name) }
+
+// ResetInformerNamesForTesting is client-go's function of that name: it
+// releases every InformerName, for tests.
+func ResetInformerNamesForTesting() { clientgocache.ResetInformerNamesForTesting() }
+
+// SetInformerMetricsProvider is client-go's SetInformerMetricsProvider: the
+// process-wide provider of client-go's queue and store metrics, used by
+// informers whose options name none. Our informers queue and store through
+// client-go's, so it serves them as it serves client-go's.
+func SetInformerMetricsProvider(metricsProvider InformerMetricsProvider) {
+	clientgocache.SetInformerMetricsProvider(metricsProvider)
 }

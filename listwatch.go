@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -121,6 +123,9 @@ type Getter = clientgocache.Getter
 
 // NewListWatchFromClient returns a ListWatch for resource in namespace
 // (metav1.NamespaceAll for every namespace) restricted by fieldSelector.
+// It panics if c is nil, as the RESTClient of a client-go fake clientset
+// is: build a fake's ListWatch from its typed client instead (see
+// ToListWatcherWithWatchListSemantics).
 func NewListWatchFromClient(c Getter, resource string, namespace string, fieldSelector fields.Selector) *ListWatch {
 	selector := fieldSelector.String()
 	return NewFilteredListWatchFromClient(c, resource, namespace, func(o *metav1.ListOptions) {
@@ -132,8 +137,15 @@ func NewListWatchFromClient(c Getter, resource string, namespace string, fieldSe
 // namespace; optionsModifier, if not nil, may add selectors to every
 // request. All four functions are set, as client-go sets them, so callers
 // that call ListFunc or WatchFunc directly keep working; the context-aware
-// ones carry the caller's context, so cancelling it aborts the call.
+// ones carry the caller's context, so cancelling it aborts the call. It
+// panics if c is nil, as the RESTClient of a client-go fake clientset is
+// (client-go's would panic at the first LIST, inside the Reflector).
 func NewFilteredListWatchFromClient(c Getter, resource string, namespace string, optionsModifier func(options *metav1.ListOptions)) *ListWatch {
+	if isNil(c) {
+		panic(fmt.Sprintf("cache.NewFilteredListWatchFromClient(%q): the REST client is nil, as a fake clientset's is; "+
+			"build the ListWatch from the typed client's List and Watch and wrap it with "+
+			"cache.ToListWatcherWithWatchListSemantics(lw, clientset)", resource))
+	}
 	request := func(options metav1.ListOptions, watching bool) *restclient.Request {
 		options.Watch = watching
 		if optionsModifier != nil {
@@ -157,4 +169,23 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 		ListWithContextFunc:  listCtx,
 		WatchFuncWithContext: watchCtx,
 	}
+}
+
+// ToListWatcherWithWatchListSemantics is client-go's function of that name:
+// lw, reporting IsWatchListSemanticsUnSupported when client does (client-go's
+// fake clientsets do), so that a Reflector LISTs and WATCHes instead of
+// asking for a WatchList stream whose initial-events-end bookmark a fake
+// never sends. client-go's generated informers wrap every ListWatch this
+// way; do the same for a ListWatch over a fake clientset's typed client.
+func ToListWatcherWithWatchListSemantics(lw *ListWatch, client any) ListerWatcher {
+	return clientgocache.ToListWatcherWithWatchListSemantics(lw, client)
+}
+
+// isNil reports whether v is nil or holds a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

@@ -190,3 +190,26 @@ func (m *runMetrics) close() {
 		m.provided.Delete()
 	}
 }
+
+// client-go's process-wide Reflector metrics interfaces, unchanged. In
+// client-go v0.37 no Reflector reports through the provider that
+// SetReflectorMetricsProvider sets, and ours do not either: a Reflector of
+// ours reports through ReflectorOptions.Metrics, one provider per
+// Reflector, with series deleted when Run returns.
+type (
+	// CounterMetric is client-go's counter, incremented by one.
+	CounterMetric = clientgocache.CounterMetric
+	// SummaryMetric is client-go's summary of observations.
+	SummaryMetric = clientgocache.SummaryMetric
+	// HistogramMetric is client-go's histogram of observations.
+	HistogramMetric = clientgocache.HistogramMetric
+	// MetricsProvider is client-go's global Reflector metrics provider.
+	MetricsProvider = clientgocache.MetricsProvider
+)
+
+// SetReflectorMetricsProvider is client-go's SetReflectorMetricsProvider
+// (first call wins). See MetricsProvider: no Reflector, client-go's or
+// ours, reports through it; set ReflectorOptions.Metrics instead.
+func SetReflectorMetricsProvider(metricsProvider MetricsProvider) {
+	clientgocache.SetReflectorMetricsProvider(metricsProvider)
+}

@@ -109,6 +109,14 @@ type Reflector struct {
 	paceInternalErrors bool
 }
 
+// NewNamespaceKeyedIndexerAndReflector returns an Indexer keyed by
+// MetaNamespaceKeyFunc with the NamespaceIndex, and a Reflector filling it,
+// as client-go's function of that name does.
+func NewNamespaceKeyedIndexerAndReflector(lw ListerWatcher, expectedType interface{}, resyncPeriod time.Duration) (indexer Indexer, reflector *Reflector) {
+	indexer = NewIndexer(MetaNamespaceKeyFunc, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	return indexer, NewReflectorWithOptions(lw, expectedType, indexer, ReflectorOptions{ResyncPeriod: resyncPeriod})
+}
+
 // NewReflector creates a Reflector named after the caller's file:line.
 // It panics if lw or store is nil.
 func NewReflector(lw ListerWatcher, expectedType interface{}, store ReflectorStore, resyncPeriod time.Duration) *Reflector {
