@@ -1,0 +1,40 @@
+package dynamicinformer_test
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kreflector/cache/cachetest"
+	"github.com/kreflector/cache/dynamicinformer"
+)
+
+// Over HTTP with a real dynamic client (cachetest's API server serving a
+// custom resource): the namespace reaches the server and the cache syncs.
+func TestDynamicFactoryOverHTTP(t *testing.T) {
+	srv := cachetest.NewServer(cachetest.Options{})
+	t.Cleanup(srv.Close)
+	res := srv.Resource(cachetest.Type{Resource: "widgets", Object: widget("", "", nil)})
+	srv.Start()
+	for _, w := range []string{"a/one", "a/two", "b/three"} {
+		if _, err := res.Create(t.Context(), widget(w[:1], w[2:], nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, err := dynamic.NewForConfig(srv.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, "a", nil)
+	lister := f.ForResource(widgets).Lister()
+	start(t, f)
+	got, err := lister.List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := keys(got); len(k) != 2 || k[0] != "a/one" || k[1] != "a/two" {
+		t.Fatalf("cache holds %v, want [a/one a/two]", k)
+	}
+}

@@ -1,0 +1,169 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"path/filepath"
+	"strings"
+)
+
+// load builds the model from client-go's source rooted at dir (the
+// module's directory).
+func load(dir string) (*model, error) {
+	informers := filepath.Join(dir, "informers")
+	factory, err := parseFile(filepath.Join(informers, "factory.go"))
+	if err != nil {
+		return nil, err
+	}
+	groups, err := pkgInterfaces(factory, "SharedInformerFactory")
+	if err != nil {
+		return nil, err
+	}
+	m := &model{}
+	for _, g := range groups {
+		grp, err := loadGroup(dir, g[0], g[1])
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", g[0], err)
+		}
+		m.groups = append(m.groups, grp)
+	}
+	generic, err := parseFile(filepath.Join(informers, "generic.go"))
+	if err != nil {
+		return nil, err
+	}
+	if m.generic, err = forResources(generic, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// dirOf is the directory of a client-go package.
+func dirOf(root, pkg string) (string, error) {
+	rel, ok := strings.CutPrefix(pkg, clientGoModule+"/")
+	if !ok {
+		return "", fmt.Errorf("%s is not in %s", pkg, clientGoModule)
+	}
+	return filepath.Join(root, filepath.FromSlash(rel)), nil
+}
+
+func loadGroup(root, name, pkg string) (group, error) {
+	dir, err := dirOf(root, pkg)
+	if err != nil {
+		return group{}, err
+	}
+	f, err := parseFile(filepath.Join(dir, "interface.go"))
+	if err != nil {
+		return group{}, err
+	}
+	vs, err := pkgInterfaces(f, "Interface")
+	if err != nil {
+		return group{}, err
+	}
+	g := group{method: name, pkg: pkg}
+	for _, v := range vs {
+		ver, err := loadVersion(root, v[0], v[1])
+		if err != nil {
+			return group{}, fmt.Errorf("version %s: %w", v[0], err)
+		}
+		g.versions = append(g.versions, ver)
+	}
+	return g, nil
+}
+
+func loadVersion(root, name, pkg string) (version, error) {
+	dir, err := dirOf(root, pkg)
+	if err != nil {
+		return version{}, err
+	}
+	files, err := parseDir(dir)
+	if err != nil {
+		return version{}, err
+	}
+	kinds := map[string]resource{}
+	var methods []method
+	for _, f := range files {
+		if ms, err := interfaceMethods(f, "Interface"); err == nil {
+			methods = ms
+		}
+		if err := collectResources(f, kinds); err != nil {
+			return version{}, err
+		}
+	}
+	v := version{method: name, pkg: pkg}
+	for _, m := range methods {
+		id, ok := m.result.(*ast.Ident)
+		kind := strings.TrimSuffix(strings.TrimPrefix(identName(id), "Typed"), "Informer")
+		r, found := kinds[kind]
+		if !ok || !found {
+			return version{}, fmt.Errorf("%s: no constructor for %v", m.name, m.result)
+		}
+		r.method, r.iface = m.name, id.Name
+		v.resources = append(v.resources, r)
+	}
+	return v, nil
+}
+
+func identName(id *ast.Ident) string {
+	if id == nil {
+		return ""
+	}
+	return id.Name
+}
+
+// collectResources adds to kinds each resource whose
+// NewTyped<Kind>InformerWithOptions f declares, with its lister.
+func collectResources(f *file, kinds map[string]resource) error {
+	var found []resource
+	var listerPkg, listerFunc string
+	for _, d := range f.ast.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		name := fd.Name.Name
+		if kind, ok := cutAround(name, "NewTyped", "InformerWithOptions"); ok && fd.Recv == nil {
+			r, err := parseConstructor(f, fd)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			r.kind = kind
+			found = append(found, r)
+		}
+		if name == "Lister" && fd.Recv != nil {
+			listerPkg, listerFunc = listerCall(f, fd)
+		}
+	}
+	for _, r := range found {
+		if listerFunc == "" {
+			return fmt.Errorf("%s: no Lister method", r.kind)
+		}
+		r.listerPkg, r.listerFunc = listerPkg, listerFunc
+		kinds[r.kind] = r
+	}
+	return nil
+}
+
+func cutAround(s, prefix, suffix string) (string, bool) {
+	s, ok := strings.CutPrefix(s, prefix)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(s, suffix)
+}
+
+// listerCall finds "<pkg>.New<Kind>Lister(" in a Lister method.
+func listerCall(f *file, fd *ast.FuncDecl) (pkg, fn string) {
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || pkg != "" {
+			return pkg == ""
+		}
+		if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && strings.HasPrefix(sel.Sel.Name, "New") {
+				pkg, fn = f.imports[x.Name], sel.Sel.Name
+			}
+		}
+		return true
+	})
+	return pkg, fn
+}
