@@ -98,6 +98,9 @@ type Reflector struct {
 	quietAfter, quietTimeout time.Duration
 	// server is what the Reflector has learned about the server.
 	server serverFacts
+	// watchListing is the progress of a WatchList streaming the initial
+	// state, for WaitForSync.
+	watchListing watchListProgress
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
 	// paceInternalErrors: the Reflector runs with its default backoff and
