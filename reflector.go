@@ -206,7 +206,10 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 // WatchErrorHandler. The run's metrics (ReflectorOptions.Metrics) are
 // deleted before it returns. A ListerWatcher call that ignores ctx may
 // still be running when RunWithContext returns; the goroutine waiting for
-// it exits (stopping any watch it returns) as soon as the call does.
+// it exits (stopping any watch it returns) as soon as the call does. A
+// ListerWatcher call that panics makes RunWithContext (and ListAndWatch)
+// panic with a *ListerWatcherPanic holding the value and the stack of
+// the call, which shows the frame that panicked.
 func (r *Reflector) RunWithContext(ctx context.Context) {
 	logger := r.loggerFor(ctx)
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
