@@ -139,8 +139,13 @@ type Health struct {
 	State HealthState
 	// Reason is set when State is Degraded.
 	Reason DegradedReason
-	// LastError is the error behind the last Degraded state; it is kept
-	// after recovery so that it can still be read.
+	// LastError is the latest error of a failure the Reflector met (a call
+	// that failed, a watch that ended with an error): set from the first
+	// failure on, before the grace period has made it Degraded, so that
+	// WaitForSync can name the cause at once; while Degraded it is the
+	// error behind the state (for a loss no error caused, such as watches
+	// closing empty, one that says so). It is kept after recovery so that
+	// it can still be read; nil until a failure.
 	LastError error
 	// Since is when State (and Reason) last changed, on the real clock
 	// (health does not use ReflectorOptions.Clock).
@@ -229,6 +234,19 @@ func sameText(err, last error) bool {
 
 func (h *health) healthy(now time.Time) { h.set(Synced, ReasonNone, nil, now) }
 
+// note records err, a failure's error, as LastError without changing the
+// state: health has not changed, so nobody is notified (see
+// ReflectorOptions.OnHealthChange). While Degraded it does nothing: the
+// loss's report records the error and notifies. Only the loop goroutine
+// calls it.
+func (h *health) note(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil && h.cur.State != Degraded && !sameText(err, h.cur.LastError) {
+		h.cur.LastError = err
+	}
+}
+
 // Health returns the Reflector's current health. Safe from any goroutine.
 func (r *Reflector) Health() Health { return r.health.snapshot() }
 
@@ -241,8 +259,11 @@ var ErrNotSynced = errors.New("reflector has not synced")
 
 // WaitForSync blocks until the store has been filled once (nil) or ctx
 // ends. In the second case the error wraps ErrNotSynced, ctx's error and
-// the last error the Reflector met, so that, for example,
-// apierrors.IsForbidden(err) tells an RBAC problem from a slow server.
+// the last error the Reflector met (Health.LastError, set from the first
+// failure on), so that, for example, apierrors.IsForbidden(err) tells an
+// RBAC problem from a slow server; and while a WatchList streams the
+// initial state, it says that it waits for the WatchList's
+// initial-events-end bookmark and how many objects have come so far.
 func (r *Reflector) WaitForSync(ctx context.Context) error {
 	for {
 		h, changed := r.health.next()
@@ -252,10 +273,32 @@ func (r *Reflector) WaitForSync(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			if h.LastError != nil {
-				return fmt.Errorf("%w (%w): last error: %w", ErrNotSynced, ctx.Err(), h.LastError)
+			if cause := r.syncCause(); cause != nil {
+				return fmt.Errorf("%w (%w): %w", ErrNotSynced, ctx.Err(), cause)
 			}
 			return fmt.Errorf("%w: %w", ErrNotSynced, ctx.Err())
 		}
 	}
+}
+
+// syncCause says why the store is not filled yet, as far as the
+// Reflector knows, or nil: "last error: " and the last error, preceded,
+// while a WatchList streams the initial state, by what it waits for. It
+// wraps the last error. Safe from any goroutine.
+func (r *Reflector) syncCause() error {
+	last := r.Health().LastError
+	n, streaming := r.watchListing.get()
+	if !streaming {
+		if last == nil {
+			return nil
+		}
+		return fmt.Errorf("last error: %w", last)
+	}
+	wait := fmt.Sprintf("waiting for the WatchList's initial-events-end bookmark (%d objects so far; "+
+		"a fake clientset never sends it unless its ListWatch is wrapped with client-go's "+
+		"cache.ToListWatcherWithWatchListSemantics)", n)
+	if last == nil {
+		return errors.New(wait)
+	}
+	return fmt.Errorf("%s; last error: %w", wait, last)
 }

@@ -48,7 +48,8 @@ func TestHealthRecoversAndNotifies(t *testing.T) {
 		if got := lw.recorded(); len(got) != 4 || !strings.HasPrefix(got[2], "WATCH") || !strings.HasPrefix(got[3], "WATCH") {
 			t.Fatalf("calls %q, want LIST, LIST, the throttled WATCH and its retry", got)
 		}
-		if h := r.Health(); h.State != Synced || !r.HasSynced() || !apierrors.IsNotFound(h.LastError) {
+		// LastError is the latest failure's, the 429 that raised no alarm.
+		if h := r.Health(); h.State != Synced || !r.HasSynced() || !apierrors.IsTooManyRequests(h.LastError) {
 			t.Fatalf("final health %+v", h)
 		}
 	})

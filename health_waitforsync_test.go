@@ -3,12 +3,15 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
 
@@ -43,6 +46,77 @@ func TestWaitForSyncWithoutError(t *testing.T) {
 		}
 		if s := HealthState(7).String(); s != "HealthState(7)" {
 			t.Fatalf("unknown state string %q", s)
+		}
+	})
+}
+
+// WaitForSync names the cause from the first failure on, not only once
+// the grace period has made the Reflector Degraded: a LIST failing with a
+// 500, or answering with an object that is not a list, is in the error
+// (and in Health.LastError) 3 s in, while health still says Syncing.
+func TestWaitForSyncNamesTheFirstFailure(t *testing.T) {
+	internal := apierrors.NewInternalError(errors.New("etcd down"))
+	cases := map[string]struct {
+		reply listReply
+		is    func(error) bool
+	}{
+		"500":        {listReply{err: internal}, apierrors.IsInternalError},
+		"not a list": {listReply{list: cm("a", "1")}, func(err error) bool { return strings.Contains(err.Error(), "must be a list") }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := newScript([]listReply{tc.reply, tc.reply, tc.reply}, nil)
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false)})
+				ctx, _ := startReflector(t, r)
+				wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				defer cancel()
+				err := r.WaitForSync(wctx)
+				if !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) || !tc.is(err) || !strings.Contains(err.Error(), "last error: ") {
+					t.Fatalf("WaitForSync = %v; want ErrNotSynced, the deadline and the LIST's error", err)
+				}
+				if h := r.Health(); h.State != Syncing || h.LastError == nil || !tc.is(h.LastError) {
+					t.Fatalf("health %+v; want Syncing (the grace period runs) with the LIST's error", h)
+				}
+			})
+		})
+	}
+}
+
+// The informer's WaitForSync names the first failure too.
+func TestInformerWaitForSyncNamesTheFirstFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		internal := apierrors.NewInternalError(errors.New("etcd down"))
+		lw := newScript([]listReply{{err: internal}, {err: internal}}, nil)
+		lw.noWL = true
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{})
+		runInformer(t, inf)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		err := inf.(InformerHealthReporter).WaitForSync(ctx)
+		if !errors.Is(err, ErrNotSynced) || !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "last error: ") {
+			t.Fatalf("WaitForSync = %v; want ErrNotSynced wrapping the LIST's 500", err)
+		}
+	})
+}
+
+// While a WatchList streams the initial state without its end bookmark,
+// WaitForSync says that it waits for the bookmark, with the objects so far.
+func TestWaitForSyncSaysItWaitsForTheWatchListBookmark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), ev(watch.Added, cm("b", "2"))}, hang: true}})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
+		inf := NewSharedIndexInformer(newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1"))}, hang: true}}), &corev1.ConfigMap{}, 0, Indexers{})
+		ctx, _ := startReflector(t, r)
+		runInformer(t, inf)
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		const want = "waiting for the WatchList's initial-events-end bookmark (%d objects so far; a fake clientset never sends it unless its ListWatch is wrapped with client-go's cache.ToListWatcherWithWatchListSemantics)"
+		if err := r.WaitForSync(wctx); !errors.Is(err, ErrNotSynced) || !strings.Contains(err.Error(), fmt.Sprintf(want, 2)) {
+			t.Fatalf("WaitForSync = %v; want it to say it waits for the bookmark, 2 objects in", err)
+		}
+		if err := inf.(InformerHealthReporter).WaitForSync(wctx); !errors.Is(err, ErrNotSynced) || !strings.Contains(err.Error(), fmt.Sprintf(want, 1)) {
+			t.Fatalf("informer's WaitForSync = %v; want it to say it waits for the bookmark, 1 object in", err)
 		}
 	})
 }

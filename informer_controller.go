@@ -72,10 +72,7 @@ func (c *controller) Run(stopCh <-chan struct{}) {
 // waited for. Call it once.
 func (c *controller) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	c.mu.Lock()
-	r := c.newReflector(ctx)
-	c.reflector = r
-	c.mu.Unlock()
+	r := c.buildReflector(ctx)
 	if c.built != nil {
 		close(c.built)
 	}
@@ -92,8 +89,31 @@ func (c *controller) RunWithContext(ctx context.Context) {
 	c.processLoop(ctx)
 }
 
-// newReflector builds the Reflector RunWithContext runs; c.mu is held.
-func (c *controller) newReflector(ctx context.Context) *Reflector {
+// buildReflector builds the Reflector RunWithContext runs and publishes
+// it (see runningReflector). c.mu is not held while the Reflector is
+// built, so a panic there (raised by the options or by the ListerWatcher's
+// methods) leaves the controller's readers working: Run's deferred
+// functions and the informer's WaitForSync, Health and Stats. A shard that
+// SetShard gives meanwhile has the Reflector built again with it.
+func (c *controller) buildReflector(ctx context.Context) *Reflector {
+	for {
+		c.mu.RLock()
+		shard := c.shard
+		c.mu.RUnlock()
+		r := c.newReflector(ctx, shard)
+		c.mu.Lock()
+		if c.shard == shard {
+			c.reflector = r
+			c.mu.Unlock()
+			return r
+		}
+		c.mu.Unlock()
+	}
+}
+
+// newReflector builds a Reflector for RunWithContext, with shard (if not
+// nil) as the shard SetShard gave before Run. c.mu is not held.
+func (c *controller) newReflector(ctx context.Context, shard *Shard) *Reflector {
 	cfg := &c.config
 	logger := klog.FromContext(ctx)
 	opts := ReflectorOptions{
@@ -112,8 +132,8 @@ func (c *controller) newReflector(ctx context.Context) *Reflector {
 	if c.adjust != nil {
 		c.adjust(&opts)
 	}
-	if c.shard != nil {
-		opts.Shard = c.shard
+	if shard != nil {
+		opts.Shard = shard
 	}
 	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
 	if c.held != nil {

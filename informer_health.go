@@ -12,7 +12,10 @@ import (
 type InformerHealthReporter interface {
 	// WaitForSync blocks until the informer has synced (nil) or ctx ends;
 	// the error then wraps ErrNotSynced, ctx's error and the Reflector's
-	// last list/watch error (apierrors.IsForbidden works on it).
+	// last list/watch error, from the first failure on
+	// (apierrors.IsForbidden works on it), and says when the Reflector
+	// waits for a WatchList's initial-events-end bookmark (see
+	// Reflector.WaitForSync).
 	WaitForSync(ctx context.Context) error
 	// Health combines the Reflector's health with the handlers'.
 	Health() InformerHealth

@@ -1,5 +1,7 @@
 package cache
 
+import "fmt"
+
 // ReflectorConfigurable is implemented by this package's shared informers:
 // it gives the informer's Reflector the options beyond client-go
 // (Metrics, OnHealthChange, UseWatchList, StallWindow, Name, ...).
@@ -15,7 +17,9 @@ type ReflectorConfigurable interface {
 	// if it has one, else "SharedIndexInformer <type>", followed by " #2",
 	// " #3", ... when another running informer of this package already
 	// uses it, so that informers sharing a metrics provider never share
-	// series.
+	// series. It also fails, changing nothing, if o.Shard points at the
+	// zero Shard (an error wrapping ErrInvalidShard): a failed
+	// ReplicaShard's result, say.
 	SetReflectorOptions(o ReflectorOptions) error
 }
 
@@ -23,7 +27,19 @@ var _ ReflectorConfigurable = &sharedIndexInformer{}
 
 // SetReflectorOptions implements ReflectorConfigurable.
 func (s *sharedIndexInformer) SetReflectorOptions(o ReflectorOptions) error {
+	if err := checkShardOption(o, "SetReflectorOptions"); err != nil {
+		return err
+	}
 	return s.beforeStart(func() { s.reflectorOptions = &o })
+}
+
+// checkShardOption fails, naming fn, if o.Shard points at the zero Shard,
+// which NewReflectorWithOptions refuses (see ReflectorOptions.Shard).
+func checkShardOption(o ReflectorOptions, fn string) error {
+	if o.Shard != nil && o.Shard.IsZero() {
+		return fmt.Errorf("%w: %s with ReflectorOptions.Shard pointing at the zero Shard; make one with ReplicaShard, NewShard or ParseShard and check their error", ErrInvalidShard, fn)
+	}
+	return nil
 }
 
 // reflectorOptionsNamed returns a function that lays the options set by

@@ -178,8 +178,9 @@ func (r *resyncClock) setPeriod(p time.Duration) {
 // and every initial-list OnAdd queued to the listener has returned. It is
 // the listener's DoneChecker.
 type syncTracker struct {
-	// name names what is waited for; cause is the informer's last
-	// list/watch error (nil if none).
+	// name names what is waited for; cause says why it is not done yet
+	// (the Reflector's syncCause: its last list/watch error, a WatchList
+	// streaming), nil if nothing is known.
 	name     func() string
 	cause    func() error
 	pending  atomic.Int64
@@ -219,10 +220,10 @@ func (t *syncTracker) done() bool {
 }
 
 // Name names what is waited for; while not done it carries the informer's
-// last list/watch error, if any.
+// last list/watch error, if any, and says when a WatchList is streaming.
 func (t *syncTracker) Name() string {
 	if err := t.cause(); err != nil && !t.done() {
-		return t.name() + " (last error: " + err.Error() + ")"
+		return t.name() + " (" + err.Error() + ")"
 	}
 	return t.name()
 }
@@ -232,8 +233,9 @@ func (t *syncTracker) Done() <-chan struct{} { return t.ch }
 
 // wait blocks until synced (nil) or ctx ends: the error then names what
 // was waited for and wraps ErrNotSynced, ctx's error and the informer's
-// last list/watch error, so that apierrors.IsForbidden(err) tells missing
-// RBAC rights from a slow server.
+// last list/watch error (set from the first failure on), so that
+// apierrors.IsForbidden(err) tells missing RBAC rights from a slow
+// server; it also says when a WatchList is streaming.
 func (t *syncTracker) wait(ctx context.Context) error {
 	select {
 	case <-t.ch:
@@ -244,7 +246,7 @@ func (t *syncTracker) wait(ctx context.Context) error {
 		return nil
 	}
 	if err := t.cause(); err != nil {
-		return fmt.Errorf("%w: %s (%w): last error: %w", ErrNotSynced, t.name(), ctx.Err(), err)
+		return fmt.Errorf("%w: %s (%w): %w", ErrNotSynced, t.name(), ctx.Err(), err)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrNotSynced, t.name(), ctx.Err())
 }

@@ -131,7 +131,15 @@ func (c *controller) setShard(sh Shard) error {
 // same options, for example its shard:
 //
 //	crcache.Options{NewInformer: cache.NewSharedIndexInformerWith(cache.ReflectorOptions{Shard: &shard})}
+//
+// It panics at once, with an error wrapping ErrInvalidShard, if o.Shard
+// points at the zero Shard (the Shard a failed ReplicaShard, NewShard or
+// ParseShard returns with its error): that is a programming error, which
+// would otherwise surface only when an informer runs.
 func NewSharedIndexInformerWith(o ReflectorOptions) func(clientgocache.ListerWatcher, runtime.Object, time.Duration, Indexers) SharedIndexInformer {
+	if err := checkShardOption(o, "NewSharedIndexInformerWith"); err != nil {
+		panic(fmt.Errorf("cache: %w", err))
+	}
 	return func(lw clientgocache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers Indexers) SharedIndexInformer {
 		s := newSharedIndexInformer(lw, obj, SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers}, "NewSharedIndexInformerWith")
 		opts := o

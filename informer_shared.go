@@ -89,20 +89,35 @@ func newSharedIndexInformer(lw clientgocache.ListerWatcher, obj runtime.Object, 
 		reflectorBuilt:    make(chan struct{}),
 	}
 	name := fmt.Sprintf("SharedIndexInformer %T", obj)
-	s.sync.init(func() string { return name }, s.lastError)
+	s.sync.init(func() string { return name }, s.syncCause)
 	return s
 }
 
-// lastError is the Reflector's last list/watch error, nil before Run or if
-// there was none.
-func (s *sharedIndexInformer) lastError() error {
+// syncCause is the Reflector's syncCause (see Reflector.WaitForSync), nil
+// before Run.
+func (s *sharedIndexInformer) syncCause() error {
+	if r := s.runningReflector(); r != nil {
+		return r.syncCause()
+	}
+	return nil
+}
+
+// runningReflector is the controller's Reflector, nil before Run has
+// built it.
+func (s *sharedIndexInformer) runningReflector() *Reflector {
 	s.mu.Lock()
 	c := s.ctrl
 	s.mu.Unlock()
 	if c == nil {
 		return nil
 	}
-	if r := c.runningReflector(); r != nil {
+	return c.runningReflector()
+}
+
+// lastError is the Reflector's last list/watch error, nil before Run or if
+// there was none.
+func (s *sharedIndexInformer) lastError() error {
+	if r := s.runningReflector(); r != nil {
 		return r.Health().LastError
 	}
 	return nil
@@ -294,7 +309,8 @@ func (s *sharedIndexInformer) HasSynced() bool { return s.sync.done() }
 func (s *sharedIndexInformer) HasSyncedChecker() DoneChecker { return &s.sync }
 
 // WaitForSync blocks until HasSynced (nil) or ctx ends; the error then
-// wraps ErrNotSynced, ctx's error and the Reflector's last error.
+// wraps ErrNotSynced, ctx's error and the Reflector's last error, and says
+// when a WatchList is streaming (see Reflector.WaitForSync).
 func (s *sharedIndexInformer) WaitForSync(ctx context.Context) error { return s.sync.wait(ctx) }
 
 // LastSyncResourceVersion is the Reflector's; "" before Run.

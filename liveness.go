@@ -105,7 +105,9 @@ type liveness struct {
 // failure is a failure as liveness needs to know it.
 type failure struct {
 	reason DegradedReason
-	err    error
+	// err is the loss's error; cause the error the failure came with, noted
+	// in health at once (nil for a watch closed empty, whose err says so).
+	err, cause error
 	// began is when the loss began: now, or for a connection that died
 	// silently, the last sign of life of its watch.
 	began time.Time
@@ -177,13 +179,15 @@ func (l *liveness) worked(now time.Time) {
 
 // failed is told that f happened at now, leaving the Reflector without a
 // working watch. It begins a loss, or goes on with one (its reason
-// refreshed), and reports it when due: at once for f.now, when it has
+// refreshed), notes its cause as health's LastError at once (see
+// health.note), and reports it when due: at once for f.now, when it has
 // lasted the grace period, or when it was reported already. After a sync
 // that suspended the loss, a failure that relists makes it a loop, which
 // goes on from when it began; any other failure, unless the loop was
 // reported, begins a new loss.
 func (l *liveness) failed(f failure, now time.Time) {
 	l.watchGone()
+	l.health.note(f.cause)
 	switch {
 	case l.state == inTouch:
 		l.since = f.began

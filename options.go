@@ -116,9 +116,11 @@ type ReflectorOptions struct {
 	// QuietCheckTimeout bounds a quiet check; zero means 5 s.
 	QuietCheckTimeout time.Duration
 	// OnHealthChange, if set, is called with the new Health each time the
-	// Reflector's state, reason or last error changes (a repeated failure
-	// whose error reads the same is no change). It runs on the Reflector's
-	// goroutine and must return quickly.
+	// Reflector's state or reason changes, or its LastError while Degraded
+	// (a repeated failure whose error reads the same is no change). A
+	// failure's error noted as LastError before the grace period has made
+	// it Degraded (see Health.LastError) is no change either. It runs on
+	// the Reflector's goroutine and must return quickly.
 	OnHealthChange func(Health)
 	// Rand supplies the randomness for watch timeouts and backoff jitter;
 	// defaults to a generator seeded once per Reflector. It is only used

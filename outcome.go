@@ -209,7 +209,7 @@ func (c *cycle) apply(o outcome, rv string, err error) {
 
 // failure is what o, a failure with err at now, tells liveness.
 func (c *cycle) failure(o outcome, err error, now time.Time) failure {
-	f := failure{reason: o.reason, err: cmp.Or(err, emptyErr(o)), began: now, relist: o.next == stepRelist, now: o.health == healthNow}
+	f := failure{reason: o.reason, err: cmp.Or(err, emptyErr(o)), cause: err, began: now, relist: o.next == stepRelist, now: o.health == healthNow}
 	if last := c.watch.lastSign; o.silent && !last.IsZero() && last.Before(now) {
 		f.began = last
 	}

@@ -98,6 +98,9 @@ type Reflector struct {
 	quietAfter, quietTimeout time.Duration
 	// server is what the Reflector has learned about the server.
 	server serverFacts
+	// watchListing is the progress of a WatchList streaming the initial
+	// state, for WaitForSync.
+	watchListing watchListProgress
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
 	// paceInternalErrors: the Reflector runs with its default backoff and
@@ -130,9 +133,16 @@ func NewNamedReflector(name string, lw ListerWatcher, expectedType interface{}, 
 }
 
 // NewReflectorWithOptions creates a Reflector that keeps store in step with
-// the resource lw serves. Only objects of expectedType's Go type (and, for
-// an Unstructured with apiVersion and kind set, that GVK) reach the store;
-// nil accepts anything. It panics if lw or store is nil, or options.Shard
+// the resource lw serves. expectedType (nil: anything) is checked where
+// client-go checks it, on events: a watch event, or a WatchList's initial
+// event, whose object is not of expectedType's Go type (or, for an
+// Unstructured with apiVersion and kind set, that GVK) does not reach the
+// store (nor the WatchList's Replace): it is logged at error level
+// ("Skipping watch event", an error wrapping ErrUnexpectedObject), counted
+// in Stats.Events[EventDropped], and the stream goes on. LIST items are not
+// checked, as in client-go: every item of a LIST reaches the store's
+// Replace as the ListerWatcher decoded it, whatever its type (a LIST
+// answered in Table form fails). It panics if lw or store is nil, or options.Shard
 // points at the zero Shard: those are programming errors that would
 // otherwise only show up as a hang, or an unsharded cache, later.
 func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store ReflectorStore, options ReflectorOptions) *Reflector {
@@ -211,7 +221,10 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 // WatchErrorHandler. The run's metrics (ReflectorOptions.Metrics) are
 // deleted before it returns. A ListerWatcher call that ignores ctx may
 // still be running when RunWithContext returns; the goroutine waiting for
-// it exits (stopping any watch it returns) as soon as the call does.
+// it exits (stopping any watch it returns) as soon as the call does. A
+// ListerWatcher call that panics makes RunWithContext (and ListAndWatch)
+// panic with a *ListerWatcherPanic holding the value and the stack of
+// the call, which shows the frame that panicked.
 func (r *Reflector) RunWithContext(ctx context.Context) {
 	logger := r.loggerFor(ctx)
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)

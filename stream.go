@@ -179,11 +179,14 @@ func (s *streamer) sawBurst() {
 	}
 }
 
-// endBurst publishes what a burst of events changed: the resume position
-// and the stats.
+// endBurst publishes what a burst of events changed: the resume position,
+// the stats and, while gathering, the WatchList's progress.
 func (s *streamer) endBurst() {
 	r := s.c.r
 	s.pos.publish()
+	if s.initial != nil {
+		r.watchListing.gathered(len(s.initial.items))
+	}
 	if s.batch != (eventBatch{}) {
 		r.stats.flush(&s.batch, s.pos.last, r.clock.Now())
 	}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,10 @@ func (c *cycle) watchListOnce(ctx context.Context) (next phase, again bool) {
 		c.watch.open(w, realClock.Now())
 		s := c.streamerFor(&c.watch)
 		var complete bool
-		if complete, err = s.run(ctx); err == nil && complete {
+		r.watchListing.start()
+		complete, err = s.run(ctx)
+		r.watchListing.stop()
+		if err == nil && complete {
 			return c.watchListSynced(s.initial, start), false
 		}
 		c.watch.stop()
@@ -109,4 +113,20 @@ func (c *cycle) watchListSynced(initial *initialEvents, start time.Time) phase {
 	c.watch.open(c.watch.w, realClock.Now())
 	c.r.live.opened()
 	return phaseStream
+}
+
+// watchListProgress tells any goroutine (WaitForSync) whether a WatchList
+// is streaming the initial state and how many objects it has gathered:
+// the count plus one while it streams, 0 otherwise. The loop goroutine
+// writes it, once per burst of events.
+type watchListProgress struct{ v atomic.Int64 }
+
+func (p *watchListProgress) start()         { p.v.Store(1) }
+func (p *watchListProgress) gathered(n int) { p.v.Store(int64(n) + 1) }
+func (p *watchListProgress) stop()          { p.v.Store(0) }
+
+// get returns the objects gathered so far and whether a WatchList streams.
+func (p *watchListProgress) get() (int, bool) {
+	v := p.v.Load()
+	return int(v - 1), v > 0
 }

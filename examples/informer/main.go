@@ -136,7 +136,8 @@ func runDemo(ctx context.Context, out io.Writer) error {
 	if err := reg.(cache.HandlerRegistration).WaitForSync(ctx); err != nil {
 		return fmt.Errorf("informer did not sync: %w", err)
 	}
-	fmt.Fprintln(out, "-- synced; now changing the server (and dropping the watch once)")
+	fmt.Fprintln(out, "-- synced; now changing the server and dropping the watch once, an injected fault:")
+	fmt.Fprintln(out, "-- the Reflector may log that the watch ended early (a very short watch) and relist; that is the fault at work")
 	if err := changes(ctx, cms); err != nil {
 		return err
 	}
@@ -150,6 +151,7 @@ func runDemo(ctx context.Context, out io.Writer) error {
 	if !synced || !d.Empty() {
 		return fmt.Errorf("the informer's cache does not match the server")
 	}
+	fmt.Fprintln(out, "OK: the informer's cache matches the server after the dropped watch")
 	return nil
 }
 

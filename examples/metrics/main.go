@@ -93,13 +93,22 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	waitCaughtUp(ctx, r, srv)
 	fmt.Fprintln(out, "a scrape of /metrics while the reflector runs:")
-	if err := printScrape(out, addr, []string{"reflector_lists_total", "reflector_watch_lists_total", "reflector_watch_ends_total", "reflector_events_total", "reflector_last_resource_version"}); err != nil {
+	running, err := printScrape(out, addr, []string{"reflector_lists_total", "reflector_watch_lists_total", "reflector_watch_ends_total", "reflector_events_total", "reflector_last_resource_version"})
+	if err != nil {
 		return err
 	}
 	cancel()
 	<-done
 	fmt.Fprintln(out, "after the reflector's Run returned:")
-	return printScrape(out, addr, []string{"reflector_"})
+	left, err := printScrape(out, addr, []string{"reflector_"})
+	switch {
+	case err != nil:
+		return err
+	case running == 0 || left != 0:
+		return fmt.Errorf("want series while the reflector runs and none after, got %d and %d", running, left)
+	}
+	fmt.Fprintf(out, "OK: %d series served while the reflector ran, all deleted when it stopped\n", running)
+	return nil
 }
 
 // serve serves the registry on listen until stop is called; stop waits
@@ -165,15 +174,16 @@ func waitCaughtUp(ctx context.Context, r *cache.Reflector, srv *cachetest.Server
 
 // printScrape GETs /metrics from addr and prints the samples (not the
 // HELP and TYPE lines) whose names start with one of prefixes, leaving
-// out those at zero; it ends with how many series it found in all.
-func printScrape(out io.Writer, addr string, prefixes []string) error {
+// out those at zero; it ends with how many series it found in all, which
+// it returns.
+func printScrape(out io.Writer, addr string, prefixes []string) (int, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return errors.New("scrape: " + resp.Status)
+		return 0, errors.New("scrape: " + resp.Status)
 	}
 	n := 0
 	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
@@ -189,5 +199,5 @@ func printScrape(out io.Writer, addr string, prefixes []string) error {
 		}
 	}
 	fmt.Fprintf(out, "  (%d series, those at zero not shown)\n", n)
-	return nil
+	return n, nil
 }

@@ -46,6 +46,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sharded:", err)
 		os.Exit(1)
 	}
+	fmt.Println("OK: the shards were disjoint and complete before and after resharding, and the ignoring server was refused or filtered locally")
 }
 
 // demo is the embedded server and what the replicas need to reach it.
@@ -163,7 +164,7 @@ func (d *demo) ignoringServer(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { refusing.RunWithContext(rctx) })
+	wg.Go(func() { refusing.RunWithContext(expectingErrors(rctx, "refusing-replica")) })
 	wg.Go(func() { local.RunWithContext(rctx) })
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()

@@ -1,0 +1,61 @@
+package cache
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// String is a one-line summary of h: the state, the reason in
+// parentheses when Degraded, since when (RFC 3339 in UTC, to the
+// millisecond; left out when Since is zero), whether the store was ever
+// filled when that is not what the state says, and the last error, if
+// any. For example:
+//
+//	Degraded(ListFailing) since 2026-01-02T15:04:05.000Z, never synced: last error: failed to list *v1.Pod: boom
+func (h Health) String() string {
+	var b strings.Builder
+	b.WriteString(h.State.String())
+	if h.Reason != ReasonNone {
+		fmt.Fprintf(&b, "(%s)", h.Reason)
+	}
+	if !h.Since.IsZero() {
+		b.WriteString(" since " + h.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	switch {
+	case h.State == Degraded && h.HasSynced:
+		b.WriteString(", has synced")
+	case h.State == Degraded:
+		b.WriteString(", never synced")
+	}
+	if h.LastError != nil {
+		b.WriteString(": last error: " + h.LastError.Error())
+	}
+	return b.String()
+}
+
+// String is a one-line summary of the figures that tell how a Reflector
+// fares: the LISTs, WatchLists, watches opened and ended (each summed over
+// causes), the watch events (summed over types) and those dropped, the
+// objects listed and in the last sync, the resourceVersion reached, and
+// how long ago the last event came ("never" if none). For example:
+//
+//	lists=1 watchLists=0 watches=3 watchEnds=2 events=120 dropped=0 listed=50 lastList=50 rv="1234" lastEvent=1.5s ago
+func (s Stats) String() string {
+	last := "never"
+	if !s.LastEvent.IsZero() {
+		last = s.SinceLastEvent.Round(time.Millisecond).String() + " ago"
+	}
+	return fmt.Sprintf("lists=%d watchLists=%d watches=%d watchEnds=%d events=%d dropped=%d listed=%d lastList=%d rv=%q lastEvent=%s",
+		sum(s.Lists), sum(s.WatchLists), s.WatchesOpened, sum(s.WatchEnds), sum(s.Events), s.Events[EventDropped],
+		s.ItemsListed, s.LastListItems, s.LastResourceVersion, last)
+}
+
+// sum adds up the counts of m.
+func sum[K comparable](m map[K]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,59 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Health and Stats print as one short readable line (%v and %s included).
+func TestHealthString(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 678_000_000, time.UTC)
+	cases := []struct {
+		h    Health
+		want string
+	}{
+		{Health{}, "Syncing"},
+		{Health{State: Syncing, Since: at}, "Syncing since 2026-01-02T15:04:05.678Z"},
+		{Health{State: Synced, Since: at, HasSynced: true}, "Synced since 2026-01-02T15:04:05.678Z"},
+		{Health{State: Degraded, Reason: ReasonListFailing, LastError: errors.New("boom"), Since: at},
+			"Degraded(ListFailing) since 2026-01-02T15:04:05.678Z, never synced: last error: boom"},
+		{Health{State: Degraded, Reason: ReasonStalled, Since: at, HasSynced: true},
+			"Degraded(Stalled) since 2026-01-02T15:04:05.678Z, has synced"},
+		{Health{State: Syncing, LastError: errors.New("refused"), Since: at},
+			"Syncing since 2026-01-02T15:04:05.678Z: last error: refused"},
+	}
+	for _, c := range cases {
+		if got := c.h.String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
+		}
+	}
+	if got := fmtV(cases[3].h); got != cases[3].want {
+		t.Errorf("%%v = %q, want %q", got, cases[3].want)
+	}
+}
+
+func TestStatsString(t *testing.T) {
+	var s Stats
+	if got, want := s.String(), `lists=0 watchLists=0 watches=0 watchEnds=0 events=0 dropped=0 listed=0 lastList=0 rv="" lastEvent=never`; got != want {
+		t.Errorf("zero Stats: %q, want %q", got, want)
+	}
+	s = Stats{
+		Lists:         map[ListCause]uint64{ListInitial: 1, ListWatchError: 2},
+		WatchLists:    map[ListCause]uint64{ListInitial: 1},
+		WatchesOpened: 4,
+		WatchEnds:     map[WatchEndCause]uint64{WatchEndCause("a"): 1, WatchEndCause("b"): 2},
+		Events:        map[watch.EventType]uint64{watch.Added: 100, watch.Modified: 20, EventDropped: 3},
+		ItemsListed:   150, LastListItems: 50, LastResourceVersion: "1234",
+		LastEvent: time.Unix(1, 0), SinceLastEvent: 1500 * time.Millisecond,
+	}
+	want := `lists=3 watchLists=1 watches=4 watchEnds=3 events=123 dropped=3 listed=150 lastList=50 rv="1234" lastEvent=1.5s ago`
+	if got := fmtV(s); got != want {
+		t.Errorf("%%v = %q, want %q", got, want)
+	}
+}
+
+func fmtV(v any) string { return fmt.Sprintf("%v", v) }
