@@ -50,7 +50,11 @@ func (f *fleet) reshard(ctx context.Context, wg *sync.WaitGroup, d *demo, n int,
 	old := len(f.informers)
 	final := make([]cache.Shard, n)
 	for i := range n {
-		final[i], _ = cache.ReplicaShard(i, n)
+		s, err := cache.ReplicaShard(i, n)
+		if err != nil {
+			return err
+		}
+		final[i] = s
 	}
 	for i := old; i < n; i++ {
 		f.start(ctx, wg, d.newReplica(final[i]), final[i])

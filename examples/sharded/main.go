@@ -88,7 +88,10 @@ func (d *demo) scaleOut(ctx context.Context, objects int) error {
 	defer cancel()
 	fleet := &fleet{}
 	for i := range 3 {
-		s, _ := cache.ReplicaShard(i, 3)
+		s, err := cache.ReplicaShard(i, 3)
+		if err != nil {
+			return err
+		}
 		fleet.start(rctx, &wg, d.newReplica(s), s)
 	}
 	if err := fleet.waitFor(ctx); err != nil {
@@ -156,7 +159,10 @@ func (d *demo) report(f *fleet) error {
 func (d *demo) ignoringServer(ctx context.Context) error {
 	d.srv.SetShardedListAndWatch(false)
 	fmt.Fprintln(d.out, "-- the server now ignores shard selectors (ShardedListAndWatch off)")
-	s, _ := cache.ReplicaShard(0, 2)
+	s, err := cache.ReplicaShard(0, 2)
+	if err != nil {
+		return err
+	}
 	lw := cache.NewListWatchFromClient(d.cs.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll, fields.Everything())
 	refusing := cache.NewSharedIndexInformerWith(cache.ReflectorOptions{Shard: &s})(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
 	local := cache.NewSharedIndexInformerWith(cache.ReflectorOptions{Shard: &s, ShardFilterLocally: true, UseWatchList: ptr.To(false)})(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
@@ -168,7 +174,7 @@ func (d *demo) ignoringServer(ctx context.Context) error {
 	wg.Go(func() { local.RunWithContext(rctx) })
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
 	defer wcancel()
-	err := refusing.(interface{ WaitForSync(context.Context) error }).WaitForSync(wctx)
+	err = refusing.(interface{ WaitForSync(context.Context) error }).WaitForSync(wctx)
 	h := refusing.(cache.InformerHealthReporter).Health().Reflector
 	fmt.Fprintf(d.out, "refusing replica: %d objects cached, health %s(%s)\n  WaitForSync: %v\n", len(refusing.GetStore().ListKeys()), h.State, h.Reason, err)
 	if !cache.IsShardIgnored(err) {
