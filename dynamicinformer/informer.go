@@ -1,20 +1,17 @@
 package dynamicinformer
 
 import (
-	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamiclister"
 	"k8s.io/client-go/informers"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // NewFilteredDynamicInformer returns this module's informer of gvr's
@@ -23,25 +20,7 @@ import (
 // client-go's dynamic lister. It is not shared: prefer a factory.
 func NewFilteredDynamicInformer(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc) informers.GenericInformer {
 	rc := client.Resource(gvr).Namespace(namespace)
-	apply := func(opts *metav1.ListOptions) {
-		if tweak != nil {
-			tweak(opts)
-		}
-	}
-	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		apply(&opts)
-		return rc.List(ctx, opts)
-	}
-	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		apply(&opts)
-		return rc.Watch(ctx, opts)
-	}
-	lw := &clientgocache.ListWatch{
-		ListFunc:             func(opts metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), opts) },
-		WatchFunc:            func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) },
-		ListWithContextFunc:  list,
-		WatchFuncWithContext: watchFn,
-	}
+	lw := listwatch.New(rc, tweak)
 	inf := cache.NewSharedIndexInformerWithOptions(clientgocache.ToListWatcherWithWatchListSemantics(lw, client), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod:      resyncPeriod,
 		Indexers:          indexers,

@@ -1,18 +1,16 @@
 package informers
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // object is what a built-in resource's pointer type satisfies.
@@ -23,10 +21,7 @@ type object interface {
 
 // typedClient is what a typed clientset's resource client offers for
 // listing and watching objects whose list type is L.
-type typedClient[L runtime.Object] interface {
-	List(context.Context, metav1.ListOptions) (L, error)
-	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
-}
+type typedClient[L runtime.Object] = listwatch.Client[L]
 
 // resource implements client-go's Typed<Kind>Informer for objects T
 // whose typed informer type is I and lister type L; the generated
@@ -44,7 +39,7 @@ type resource[T object, I, L any] struct {
 // constructor.
 func newResource[T object, I, L any, LT runtime.Object](f *factory, obj T, gvr schema.GroupVersionResource, client func(kubernetes.Interface, string) typedClient[LT], lister func(clientgocache.Indexer) L) *resource[T, I, L] {
 	build := func(resync time.Duration) clientgocache.SharedIndexInformer {
-		lw := listWatch(client(f.client, f.namespace), f.tweak)
+		lw := listwatch.New(client(f.client, f.namespace), f.tweak)
 		return cache.NewSharedIndexInformerWithOptions(clientgocache.ToListWatcherWithWatchListSemantics(lw, f.client), obj, cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync,
 			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
@@ -52,30 +47,6 @@ func newResource[T object, I, L any, LT runtime.Object](f *factory, obj T, gvr s
 		})
 	}
 	return &resource[T, I, L]{f: f, obj: obj, build: build, lister: lister}
-}
-
-// listWatch lists and watches through c, tweak (if any) applied to the
-// options of both, as client-go's generated informers do.
-func listWatch[LT runtime.Object](c typedClient[LT], tweak func(*metav1.ListOptions)) *clientgocache.ListWatch {
-	apply := func(opts *metav1.ListOptions) {
-		if tweak != nil {
-			tweak(opts)
-		}
-	}
-	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		apply(&opts)
-		return c.List(ctx, opts)
-	}
-	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		apply(&opts)
-		return c.Watch(ctx, opts)
-	}
-	return &clientgocache.ListWatch{
-		ListFunc:             func(opts metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), opts) },
-		WatchFunc:            func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) },
-		ListWithContextFunc:  list,
-		WatchFuncWithContext: watchFn,
-	}
 }
 
 // Informer returns the factory's informer for T, this module's unless
