@@ -7,10 +7,6 @@ package dynamicinformer
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +17,7 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/informerset"
 )
 
 // TweakListOptionsFunc changes the options of every LIST and WATCH.
@@ -43,11 +40,7 @@ type factory struct {
 	namespace     string
 	tweak         TweakListOptionsFunc
 
-	mu           sync.Mutex // guards what follows
-	informers    map[schema.GroupVersionResource]informers.GenericInformer
-	started      map[schema.GroupVersionResource]bool
-	shuttingDown bool
-	wg           sync.WaitGroup // the informers' Run goroutines
+	informers informerset.Set[schema.GroupVersionResource, informers.GenericInformer]
 }
 
 var _ clientgodynamicinformer.DynamicSharedInformerFactory = &factory{}
@@ -67,89 +60,41 @@ func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultRe
 		defaultResync: defaultResync,
 		namespace:     namespace,
 		tweak:         tweak,
-		informers:     map[schema.GroupVersionResource]informers.GenericInformer{},
-		started:       map[schema.GroupVersionResource]bool{},
 	}
 }
 
 // ForResource returns the informer of gvr, building it on first request
 // (with the namespace index, as client-go's does).
 func (f *factory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if inf, ok := f.informers[gvr]; ok {
-		return inf
-	}
-	inf := NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak)
-	f.informers[gvr] = inf
-	return inf
+	return f.informers.GetOrAdd(gvr, func() informers.GenericInformer {
+		return NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak)
+	})
 }
 
 // Start runs, each in a goroutine until stopCh closes, the informers
 // requested since the last Start; it does nothing once Shutdown is called.
 func (f *factory) Start(stopCh <-chan struct{}) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.shuttingDown {
-		return
-	}
-	for gvr, inf := range f.informers {
-		if !f.started[gvr] {
-			f.wg.Go(func() { inf.Informer().Run(stopCh) })
-			f.started[gvr] = true
-		}
-	}
+	f.informers.Start(func(inf informers.GenericInformer) { inf.Informer().Run(stopCh) })
 }
 
 // Shutdown stops Start from starting informers and waits until every
 // informer started has returned (close Start's channel first or meanwhile).
-func (f *factory) Shutdown() {
-	f.mu.Lock()
-	f.shuttingDown = true
-	f.mu.Unlock()
-	f.wg.Wait()
-}
-
-// snapshot returns the started informers and the GVRs requested but not
-// started.
-func (f *factory) snapshot() (map[schema.GroupVersionResource]clientgocache.SharedIndexInformer, []schema.GroupVersionResource) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	started := map[schema.GroupVersionResource]clientgocache.SharedIndexInformer{}
-	var pending []schema.GroupVersionResource
-	for gvr, inf := range f.informers {
-		if f.started[gvr] {
-			started[gvr] = inf.Informer()
-		} else {
-			pending = append(pending, gvr)
-		}
-	}
-	return started, pending
-}
+func (f *factory) Shutdown() { f.informers.Shutdown() }
 
 // WaitForCacheSync waits until every started informer has synced or
 // stopCh closes, and reports each one's HasSynced.
 func (f *factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
-	started, _ := f.snapshot()
+	started, _ := f.informers.Snapshot()
 	res := make(map[schema.GroupVersionResource]bool, len(started))
 	for gvr, inf := range started {
-		res[gvr] = clientgocache.WaitForCacheSync(stopCh, inf.HasSynced)
+		res[gvr] = clientgocache.WaitForCacheSync(stopCh, inf.Informer().HasSynced)
 	}
 	return res
 }
 
 // WaitForSync: see DynamicSharedInformerFactory.
 func (f *factory) WaitForSync(ctx context.Context) error {
-	started, pending := f.snapshot()
-	var errs []error
-	for _, gvr := range pending {
-		errs = append(errs, fmt.Errorf("%v: %w: requested but not started (call the factory's Start after requesting it)", gvr, cache.ErrNotSynced))
-	}
-	for gvr, inf := range started {
-		if err := inf.(cache.InformerHealthReporter).WaitForSync(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("%v: %w", gvr, err))
-		}
-	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errors.Join(errs...)
+	return f.informers.WaitForSync(ctx, cache.ErrNotSynced, func(ctx context.Context, inf informers.GenericInformer) error {
+		return inf.Informer().(cache.InformerHealthReporter).WaitForSync(ctx)
+	})
 }

@@ -3,7 +3,6 @@ package informers
 import (
 	"context"
 	"reflect"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/informerset"
 )
 
 // SharedInformerFactory is client-go's SharedInformerFactory whose typed
@@ -51,11 +51,7 @@ type factory struct {
 	transform     clientgocache.TransformFunc
 	informerName  *clientgocache.InformerName
 
-	mu           sync.Mutex // guards what follows
-	informers    map[reflect.Type]clientgocache.SharedIndexInformer
-	started      map[reflect.Type]bool
-	shuttingDown bool
-	wg           sync.WaitGroup // the informers' Run goroutines
+	informers informerset.Set[reflect.Type, clientgocache.SharedIndexInformer]
 }
 
 var (
@@ -132,8 +128,6 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 		namespace:     metav1.NamespaceAll,
 		defaultResync: defaultResync,
 		customResync:  map[reflect.Type]time.Duration{},
-		informers:     map[reflect.Type]clientgocache.SharedIndexInformer{},
-		started:       map[reflect.Type]bool{},
 	}
 	for _, opt := range options {
 		f = opt(f)
@@ -152,27 +146,14 @@ func (f *factory) Start(stopCh <-chan struct{}) {
 
 // StartWithContext is Start until ctx ends.
 func (f *factory) StartWithContext(ctx context.Context) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.shuttingDown {
-		return
-	}
-	for typ, inf := range f.informers {
-		if !f.started[typ] {
-			f.wg.Go(func() { inf.RunWithContext(ctx) })
-			f.started[typ] = true
-		}
-	}
+	f.informers.Start(func(inf clientgocache.SharedIndexInformer) { inf.RunWithContext(ctx) })
 }
 
 // Shutdown stops Start from starting informers and waits until every
 // informer started has returned (stop them first: close Start's channel
 // or end its context). It may be called more than once, concurrently.
 func (f *factory) Shutdown() {
-	f.mu.Lock()
-	f.shuttingDown = true
-	f.mu.Unlock()
-	f.wg.Wait()
+	f.informers.Shutdown()
 	f.informerName.Release()
 }
 
@@ -189,20 +170,16 @@ func (f *factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 // informerFor is InformerFor with the builder given its resync period;
 // the factory's transform is set on what it builds.
 func (f *factory) informerFor(obj runtime.Object, build func(time.Duration) clientgocache.SharedIndexInformer) clientgocache.SharedIndexInformer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	typ := reflect.TypeOf(obj)
-	if inf, ok := f.informers[typ]; ok {
+	return f.informers.GetOrAdd(typ, func() clientgocache.SharedIndexInformer {
+		resync, ok := f.customResync[typ]
+		if !ok {
+			resync = f.defaultResync
+		}
+		inf := build(resync)
+		if f.transform != nil {
+			_ = inf.SetTransform(f.transform) // not started yet: cannot fail
+		}
 		return inf
-	}
-	resync, ok := f.customResync[typ]
-	if !ok {
-		resync = f.defaultResync
-	}
-	inf := build(resync)
-	if f.transform != nil {
-		_ = inf.SetTransform(f.transform) // not started yet: cannot fail
-	}
-	f.informers[typ] = inf
-	return inf
+	})
 }

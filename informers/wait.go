@@ -2,10 +2,8 @@ package informers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgocache "k8s.io/client-go/tools/cache"
@@ -22,7 +20,7 @@ func (f *factory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
 // WaitForCacheSyncWithContext is WaitForCacheSync until ctx ends; Err is
 // ctx's cause if some informer has not synced.
 func (f *factory) WaitForCacheSyncWithContext(ctx context.Context) clientgocache.SyncResult {
-	started, _ := f.snapshot()
+	started, _ := f.informers.Snapshot()
 	checkers := make([]clientgocache.DoneChecker, 0, len(started))
 	for _, inf := range started {
 		checkers = append(checkers, inf.HasSyncedChecker())
@@ -38,41 +36,9 @@ func (f *factory) WaitForCacheSyncWithContext(ctx context.Context) clientgocache
 	return res
 }
 
-// snapshot returns the started informers and the types of those
-// requested but not started.
-func (f *factory) snapshot() (map[reflect.Type]clientgocache.SharedIndexInformer, []reflect.Type) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	started := map[reflect.Type]clientgocache.SharedIndexInformer{}
-	var pending []reflect.Type
-	for typ, inf := range f.informers {
-		if f.started[typ] {
-			started[typ] = inf
-		} else {
-			pending = append(pending, typ)
-		}
-	}
-	return started, pending
-}
-
-// errNotStarted is wrapped by WaitForSync's error for an informer that
-// was requested after the factory's last Start.
-var errNotStarted = errors.New("requested but not started (call the factory's Start after requesting it)")
-
 // WaitForSync: see SharedInformerFactory.
 func (f *factory) WaitForSync(ctx context.Context) error {
-	started, pending := f.snapshot()
-	var errs []error
-	for _, typ := range pending {
-		errs = append(errs, fmt.Errorf("%v: %w: %w", typ, cache.ErrNotSynced, errNotStarted))
-	}
-	for typ, inf := range started {
-		if err := waitOne(ctx, inf); err != nil {
-			errs = append(errs, fmt.Errorf("%v: %w", typ, err))
-		}
-	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errors.Join(errs...)
+	return f.informers.WaitForSync(ctx, cache.ErrNotSynced, waitOne)
 }
 
 // waitOne waits for one informer: with its own WaitForSync when it is
@@ -89,7 +55,7 @@ func waitOne(ctx context.Context, inf clientgocache.SharedIndexInformer) error {
 
 // Health: see SharedInformerFactory.
 func (f *factory) Health() map[reflect.Type]cache.InformerHealth {
-	started, _ := f.snapshot()
+	started, _ := f.informers.Snapshot()
 	out := make(map[reflect.Type]cache.InformerHealth, len(started))
 	for typ, inf := range started {
 		if r, ok := inf.(cache.InformerHealthReporter); ok {
