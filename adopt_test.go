@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // decodedFrom is p as a client decodes it: every string its own.
@@ -32,7 +34,7 @@ func decodedFrom(t testing.TB, p *corev1.Pod) *corev1.Pod {
 
 // changedPod is Pod i at rv with its first container's image changed.
 func changedPod(t testing.TB, i, rv int) *corev1.Pod {
-	p := realisticPod(i, rv)
+	p := podgen.Pod(i, rv)
 	p.Spec.Containers[0].Image = "registry.example.com/other:v2"
 	return decodedFrom(t, p)
 }
@@ -44,7 +46,7 @@ func changedPod(t testing.TB, i, rv int) *corev1.Pod {
 func TestAdoptHeldTakesUnchangedValues(t *testing.T) {
 	for _, mutable := range []bool{true, false} {
 		t.Run(fmt.Sprintf("mutable=%v", mutable), func(t *testing.T) {
-			held := decodedFrom(t, realisticPod(3, 100))
+			held := decodedFrom(t, podgen.Pod(3, 100))
 			obj := changedPod(t, 3, 200)
 			want := obj.DeepCopy()
 			ownAnnotations := obj.Annotations
@@ -171,13 +173,13 @@ func BenchmarkAdoptHeld(b *testing.B) {
 
 func benchAdopt(b *testing.B, encoding string, adopt bool) {
 	const pool = 2048
-	enc, dec := memCodec(encoding)
+	enc, dec := podgen.Codec(encoding)
 	raw, held := make([][]byte, pool), make([]*corev1.Pod, pool)
 	for i := range raw {
-		p := realisticPod(i, i+5000)
+		p := podgen.Pod(i, i+5000)
 		p.Spec.Containers[0].Image = "registry.example.com/other:v2"
 		raw[i] = encoded(b, enc, p)
-		held[i] = decodedFrom(b, realisticPod(i, i+1))
+		held[i] = decodedFrom(b, podgen.Pod(i, i+1))
 	}
 	for i := 0; b.Loop(); i++ {
 		obj, _, err := dec.Decode(raw[i%pool], nil, &corev1.Pod{})
@@ -199,7 +201,7 @@ func TestRelistAdoptsThroughAnInformer(t *testing.T) {
 		t.Run(fmt.Sprintf("transform=%v", transform), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := &scriptLW{noWL: true, lists: []listReply{
-					{list: podList("10", "", decodedFrom(t, realisticPod(0, 1)))},
+					{list: podList("10", "", decodedFrom(t, podgen.Pod(0, 1)))},
 					{list: podList("20", "", changedPod(t, 0, 2))},
 				}}
 				inf := NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{})
@@ -211,7 +213,7 @@ func TestRelistAdoptsThroughAnInformer(t *testing.T) {
 				runInformer(t, inf)
 				synctest.Wait()
 				key := MetaNamespaceKeyFunc
-				k, _ := key(realisticPod(0, 1))
+				k, _ := key(podgen.Pod(0, 1))
 				held, _, _ := inf.GetStore().GetByKey(k)
 				expire(t, lw)
 				now, _, _ := inf.GetStore().GetByKey(k)

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 var leanOptions = ReflectorOptions{ShareStrings: true, DropManagedFields: true}
@@ -29,7 +31,7 @@ func podList(rv, cont string, pods ...*corev1.Pod) *corev1.PodList {
 
 // podAt is realistic Pod i at resourceVersion rv, in namespace ns so the
 // tests' keys are short.
-func podAt(i, rv int) *corev1.Pod { return realisticPod(i, rv) }
+func podAt(i, rv int) *corev1.Pod { return podgen.Pod(i, rv) }
 
 // The lean options reach every object the store gets: listed, streamed by
 // WatchList, added and modified by watch events.

@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // One process of the memory benchmark (membench_test.go): one
@@ -132,7 +134,7 @@ func runMemChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
 	if !ok && !cfg.SideBySide {
 		return nil, fmt.Errorf("membench: no implementation %q", cfg.Impl)
 	}
-	_, dec := memCodec(cfg.Encoding)
+	_, dec := podgen.Codec(cfg.Encoding)
 	var versions [memVersions]*memPages
 	for v := range versions {
 		p, err := openMemPages(memPagesPath(cfg.Dir, cfg.N, v, cfg.Encoding))

@@ -12,16 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // The memory benchmark's server side: the answers to a LIST of realistic
-// Pods (podgen_test.go), encoded once into a file of pages as an API
+// Pods (internal/podgen), encoded once into a file of pages as an API
 // server sends them, read and decoded afresh for every LIST. Holding the
 // encoded pages in the heap would count them against the implementation
 // under test; in a file they cost a read per page, like a response body.
@@ -62,21 +59,11 @@ func memPodRV(v, n, i int) int {
 // memPod is Pod i of n at version v. A changed Pod has a new
 // resourceVersion and a new restart annotation, as a rollout would give it.
 func memPod(v, n, i int) *corev1.Pod {
-	p := realisticPod(i, memPodRV(v, n, i))
+	p := podgen.Pod(i, memPodRV(v, n, i))
 	if memPodRV(v, n, i) != memPodRV(memInitial, n, i) {
 		p.Annotations["kubectl.kubernetes.io/restartedAt"] = "2024-12-0" + strconv.Itoa(1+v) + "T08:00:00Z"
 	}
 	return p
-}
-
-// memCodec encodes and decodes with the content types a typed client
-// negotiates: "json" or "protobuf".
-func memCodec(encoding string) (apiruntime.Encoder, apiruntime.Decoder) {
-	decoder := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
-	if encoding == "protobuf" {
-		return protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), decoder
-	}
-	return json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{}), decoder
 }
 
 // memPagesPath is where the pages of n Pods at version v in encoding
@@ -92,7 +79,7 @@ func writeMemPages(path string, n, v int, encoding string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	enc, _ := memCodec(encoding)
+	enc, _ := podgen.Codec(encoding)
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {

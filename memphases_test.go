@@ -14,6 +14,8 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // The measured phases of a memory benchmark process (memchild_test.go).
@@ -163,7 +165,7 @@ func watchEvents(res *memResult, r *memRun, w *memWatch) error {
 	if events, err = encodedEvents(res, m, rv+m); err != nil {
 		return err
 	}
-	_, dec := memCodec(res.Encoding)
+	_, dec := podgen.Codec(res.Encoding)
 	t, err = timeEvents(r, m, sendDecoded(w, dec, events))
 	res.DecodedEventNs, res.DecodedEventCPUNs = t.ns, t.cpuNs
 	return err
@@ -178,11 +180,11 @@ type memEvent struct {
 // encodedEvents encodes Pods 0..m-1 at resourceVersions from rv on, past
 // every version the LISTs served.
 func encodedEvents(res *memResult, m, rv int) ([]memEvent, error) {
-	enc, _ := memCodec(res.Encoding)
+	enc, _ := podgen.Codec(res.Encoding)
 	events := make([]memEvent, m)
 	for i := range events {
 		var buf bytes.Buffer
-		if err := enc.Encode(realisticPod(i, rv+i), &buf); err != nil {
+		if err := enc.Encode(podgen.Pod(i, rv+i), &buf); err != nil {
 			return nil, err
 		}
 		events[i].raw = buf.Bytes()
@@ -192,7 +194,7 @@ func encodedEvents(res *memResult, m, rv int) ([]memEvent, error) {
 
 // decodeAll decodes each event's bytes into its obj.
 func decodeAll(res *memResult, events []memEvent) error {
-	_, dec := memCodec(res.Encoding)
+	_, dec := podgen.Codec(res.Encoding)
 	for i := range events {
 		obj, _, err := dec.Decode(events[i].raw, nil, &corev1.Pod{})
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // sameMapOf says whether a and b, maps of any one type, are one map.
@@ -20,7 +22,7 @@ func sameMapOf(a, b any) bool {
 // position; a Pod of another ReplicaSet keeps its own labels; every value
 // is what it was.
 func TestShareMapsSharesEqualMaps(t *testing.T) {
-	a, b, other := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, 3*podsPerReplicaSet)
+	a, b, other := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, 3*podgen.PerReplicaSet)
 	wantB := b.DeepCopy()
 	tab := newShareTableOf(false, true)
 	for _, p := range []*corev1.Pod{a, b, other} {

@@ -11,18 +11,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
-// decodedPod is realisticPod i as a client decodes it: from JSON bytes,
+// decodedPod is podgen.Pod i as a client decodes it: from JSON bytes,
 // every string its own (see decodedFrom).
 func decodedPod(t testing.TB, i int) *corev1.Pod {
 	t.Helper()
-	return decodedFrom(t, realisticPod(i, i+1))
+	return decodedFrom(t, podgen.Pod(i, i+1))
 }
 
 func decodedUnstructuredPod(t testing.TB, i int) *unstructured.Unstructured {
 	t.Helper()
-	b, err := json.Marshal(realisticPod(i, i+1))
+	b, err := json.Marshal(podgen.Pod(i, i+1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +79,8 @@ func mapKey[V any](m map[string]V, k string) string {
 // resource names; each Pod's own name, uid and container IDs are not
 // looked up at all.
 func TestShareSharesEqualValues(t *testing.T) {
-	// Pods 0 and 1 are in one ReplicaSet; 0 and podNodes on one node.
-	a, b, c := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, podNodes)
+	// Pods 0 and 1 are in one ReplicaSet; 0 and podgen.Nodes on one node.
+	a, b, c := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, podgen.Nodes)
 	tab := newShareTable()
 	for _, p := range []*corev1.Pod{a, b, c} {
 		tab.object(p)
@@ -239,12 +241,12 @@ func BenchmarkShareObject(b *testing.B) {
 }
 
 func benchShareObject(b *testing.B, encoding string, tab *shareTable) {
-	const pool = 4 * podsPerReplicaSet * 64
-	enc, dec := memCodec(encoding)
+	const pool = 4 * podgen.PerReplicaSet * 64
+	enc, dec := podgen.Codec(encoding)
 	raw := make([][]byte, pool)
 	for i := range raw {
 		var buf bytes.Buffer
-		if err := enc.Encode(realisticPod(i, i+1), &buf); err != nil {
+		if err := enc.Encode(podgen.Pod(i, i+1), &buf); err != nil {
 			b.Fatal(err)
 		}
 		raw[i] = buf.Bytes()

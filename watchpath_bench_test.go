@@ -12,6 +12,8 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // BenchmarkWatchPathSideBySide is the cost of a MODIFIED watch event of a
@@ -38,16 +40,16 @@ func BenchmarkWatchPathSideBySide(b *testing.B) {
 const watchPathPods = 2000
 
 func benchWatchPath(b *testing.B, encoding string, newInf func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer) {
-	enc, dec := memCodec(encoding)
+	enc, dec := podgen.Codec(encoding)
 	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1000"}}
 	for i := range watchPathPods {
-		list.Items = append(list.Items, *realisticPod(i, i+1))
+		list.Items = append(list.Items, *podgen.Pod(i, i+1))
 	}
 	// 3n+1 versions: each Pod comes back at another resourceVersion.
 	events := make([][]byte, 3*watchPathPods+1)
 	for k := range events {
 		var buf bytes.Buffer
-		if err := enc.Encode(realisticPod(k%watchPathPods, 2000+k), &buf); err != nil {
+		if err := enc.Encode(podgen.Pod(k%watchPathPods, 2000+k), &buf); err != nil {
 			b.Fatal(err)
 		}
 		events[k] = buf.Bytes()

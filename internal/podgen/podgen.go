@@ -1,4 +1,12 @@
-package cache
+// Package podgen makes the realistic Pods of the memory tests and
+// benchmarks (the root package's tests and the benchmark harness): what a
+// controller watching a cluster's Pods holds. Pods come in ReplicaSets of
+// PerReplicaSet, which share labels, annotations, owner, container spec
+// and managedFields' field sets; images come from a small set, nodes from
+// a pool of Nodes; names, uids, IPs and container IDs are each Pod's own.
+// Encoded as JSON a Pod is about 6.6 KB. Codec gives the encoders and
+// decoder a typed client negotiates.
+package podgen
 
 import (
 	"fmt"
@@ -8,22 +16,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 )
 
-// Realistic Pods for the memory tests and benchmarks: what a controller
-// watching a cluster's Pods holds. Pods come in ReplicaSets of
-// podsPerReplicaSet, which share labels, annotations, owner, container
-// spec and managedFields' field sets; images come from a small set, nodes
-// from a pool; names, uids, IPs and container IDs are each Pod's own.
-// Encoded as JSON a Pod is about 6.6 KB.
-
 const (
-	podsPerReplicaSet = 8
-	podNodes          = 500
-	podApps           = 400
+	// PerReplicaSet is the number of Pods in a ReplicaSet: Pods i and j
+	// share one when i/PerReplicaSet == j/PerReplicaSet.
+	PerReplicaSet = 8
+	// Nodes is the size of the node pool: Pods i and i+Nodes share a node.
+	Nodes   = 500
+	podApps = 400
 )
 
 var podImages = []string{
@@ -40,10 +49,10 @@ const podSidecarImage = "registry.example.com/mesh/envoy-proxy:v1.31.2-distroles
 // hex16 renders n as 16 hex digits.
 func hex16(n uint64) string { return fmt.Sprintf("%016x", n*0x9e3779b97f4a7c15) }
 
-// realisticPod is Pod i of the fleet at resourceVersion rv. Every string
-// is built afresh, as a decoder would.
-func realisticPod(i, rv int) *corev1.Pod {
-	rs := i / podsPerReplicaSet
+// Pod is Pod i of the fleet at resourceVersion rv. Every string is built
+// afresh, as a decoder would.
+func Pod(i, rv int) *corev1.Pod {
+	rs := i / PerReplicaSet
 	app := "app-" + strconv.Itoa(rs%podApps)
 	hash := hex16(uint64(rs))[:10]
 	p := &corev1.Pod{
@@ -133,7 +142,7 @@ func podSpec(i, rs int, app string) corev1.PodSpec {
 		DNSPolicy:                     corev1.DNSClusterFirst,
 		ServiceAccountName:            app,
 		DeprecatedServiceAccount:      app,
-		NodeName:                      "node-pool-a-" + strconv.Itoa(i%podNodes),
+		NodeName:                      "node-pool-a-" + strconv.Itoa(i%Nodes),
 		SecurityContext:               &corev1.PodSecurityContext{},
 		SchedulerName:                 "default-scheduler",
 		Tolerations: []corev1.Toleration{
@@ -192,7 +201,7 @@ func envoyContainer(i int) corev1.Container {
 }
 
 func podStatus(i, rs int) corev1.PodStatus {
-	node := i % podNodes
+	node := i % Nodes
 	hostIP := "10.0." + strconv.Itoa(node/250) + "." + strconv.Itoa(node%250+1)
 	podIP := "10.244." + strconv.Itoa(i/250%250) + "." + strconv.Itoa(i%250+1)
 	started := metav1.Unix(1_700_000_200+int64(rs), 0)
@@ -225,4 +234,14 @@ func containerStatus(name, image string, id int, started metav1.Time) corev1.Con
 		ContainerID: "containerd://" + hex16(uint64(id)) + hex16(uint64(id)+1) + hex16(uint64(id)+2) + hex16(uint64(id)+3),
 		Started:     ptr.To(true),
 	}
+}
+
+// Codec encodes and decodes with the content types a typed client
+// negotiates: "json" or "protobuf".
+func Codec(encoding string) (runtime.Encoder, runtime.Decoder) {
+	decoder := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+	if encoding == "protobuf" {
+		return protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), decoder
+	}
+	return json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{}), decoder
 }
