@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache/internal/podgen"
@@ -190,6 +192,15 @@ func benchAdopt(b *testing.B, encoding string, adopt bool) {
 			adoptHeld(obj, held[i%pool], true)
 		}
 	}
+}
+
+// encoded is obj's bytes in enc.
+func encoded(b *testing.B, enc apiruntime.Encoder, obj apiruntime.Object) []byte {
+	var buf bytes.Buffer
+	if err := enc.Encode(obj, &buf); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // Through an informer's relist: a changed Pod adopts its held version's

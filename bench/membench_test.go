@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +20,13 @@ import (
 // each run in a process of its own so that no implementation's heap hides
 // in another's. It takes about 40 minutes at its default sizes on 2 cores:
 //
-//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 3h .
+//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 3h ./bench/
 //
 // KREFLECTOR_MEMBENCH_SIZES (default "10000,100000") and
 // KREFLECTOR_MEMBENCH_RUNS (processes per implementation and size, default
-// 3) change the work. Page files go to .cache/membench (about 4 GB at the
-// default sizes), kept for the next run. It prints a table of medians and
-// the goals of issue 20 against them.
+// 3) change the work. Page files go to .cache/membench at the repository
+// root (about 4 GB at the default sizes), kept for the next run. It prints
+// a table of medians and the goals of issue 20 against them.
 func BenchmarkMemorySideBySide(b *testing.B) {
 	sizes, err := parseMemSizes(cmpEnv("KREFLECTOR_MEMBENCH_SIZES", "10000,100000"))
 	if err != nil {
@@ -35,7 +36,10 @@ func BenchmarkMemorySideBySide(b *testing.B) {
 	if err != nil || runs < 1 {
 		b.Fatalf("bad KREFLECTOR_MEMBENCH_RUNS: %v", err)
 	}
-	dir := ".cache/membench"
+	dir, err := memPagesDir()
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := writeAllMemPages(dir, sizes); err != nil {
 		b.Fatal(err)
 	}
@@ -56,6 +60,44 @@ func BenchmarkMemorySideBySide(b *testing.B) {
 		}
 	}
 	printMemTables(os.Stdout, sizes, runs, all)
+}
+
+// memPagesDir is .cache/membench in the module's root: the nearest
+// directory up from the working one that holds go.mod. go test runs in
+// the package's directory (bench/); a binary built with -c runs wherever
+// it is started. The children are given the path.
+func memPagesDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, ".cache", "membench"), nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("membench: no go.mod above the working directory")
+		}
+		dir = up
+	}
+}
+
+func TestMemPagesDir(t *testing.T) {
+	dir, err := memPagesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(filepath.Dir(dir))
+	if filepath.Base(dir) != "membench" || filepath.Base(filepath.Dir(dir)) != ".cache" {
+		t.Errorf("memPagesDir() = %s, want .../.cache/membench", dir)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Errorf("no go.mod beside %s: %v", filepath.Dir(dir), err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bench")); err != nil {
+		t.Errorf("%s is not the repository root: %v", root, err)
+	}
 }
 
 // memKey identifies a configuration across repetitions.

@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache"
 )
 
 // The kit shared by the benchmarks in bench_test.go: a ListerWatcher that
@@ -24,7 +26,7 @@ import (
 // same way for both Reflectors.
 
 // reflectorRun runs one Reflector on lw and store until ctx ends.
-type reflectorRun func(ctx context.Context, lw *benchLW, store ReflectorStore)
+type reflectorRun func(ctx context.Context, lw *benchLW, store cache.ReflectorStore)
 
 // benchImpls are the Reflectors compared: both get the same expected type,
 // name and default options.
@@ -32,10 +34,10 @@ var benchImpls = []struct {
 	name string
 	run  reflectorRun
 }{
-	{"kreflector", func(ctx context.Context, lw *benchLW, store ReflectorStore) {
-		NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{Name: "bench"}).RunWithContext(ctx)
+	{"kreflector", func(ctx context.Context, lw *benchLW, store cache.ReflectorStore) {
+		cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "bench"}).RunWithContext(ctx)
 	}},
-	{"client-go", func(ctx context.Context, lw *benchLW, store ReflectorStore) {
+	{"client-go", func(ctx context.Context, lw *benchLW, store cache.ReflectorStore) {
 		clientgocache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, clientgocache.ReflectorOptions{Name: "bench"}).RunWithContext(ctx)
 	}},
 }
@@ -51,7 +53,7 @@ func forEachImpl(b *testing.B, body func(b *testing.B, run reflectorRun)) {
 // for it to return, so no goroutine of the Reflector outlives the call.
 // A watchdog turns a Reflector that never gets there into a failure
 // instead of a hang.
-func runUntil(b *testing.B, run reflectorRun, lw *benchLW, store ReflectorStore, done <-chan struct{}) {
+func runUntil(b *testing.B, run reflectorRun, lw *benchLW, store cache.ReflectorStore, done <-chan struct{}) {
 	ctx, cancel := context.WithCancel(b.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { run(ctx, lw, store) })

@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgocache "k8s.io/client-go/tools/cache"
 
+	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/podgen"
 )
 
@@ -84,13 +85,13 @@ var memImpls = map[string]func(lw clientgocache.ListerWatcher) clientgocache.Sha
 		return clientgocache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, memIndexers())
 	},
 	"kreflector": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, ReflectorOptions{})
+		return memOurs(lw, cache.ReflectorOptions{})
 	},
 	"kreflector+share": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, ReflectorOptions{ShareStrings: true})
+		return memOurs(lw, cache.ReflectorOptions{ShareStrings: true})
 	},
 	"kreflector+lean": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
+		return memOurs(lw, cache.ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
 	},
 }
 
@@ -98,9 +99,9 @@ func memIndexers() clientgocache.Indexers {
 	return clientgocache.Indexers{clientgocache.NamespaceIndex: clientgocache.MetaNamespaceIndexFunc}
 }
 
-func memOurs(lw clientgocache.ListerWatcher, o ReflectorOptions) clientgocache.SharedIndexInformer {
-	inf := NewSharedIndexInformer(lw, &corev1.Pod{}, 0, memIndexers())
-	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
+func memOurs(lw clientgocache.ListerWatcher, o cache.ReflectorOptions) clientgocache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, memIndexers())
+	if err := inf.(cache.ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 		panic(err)
 	}
 	return inf

@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 // cpu-ns/op is the process's CPU time per event, every goroutine and the
 // collector included, which is what sharing adds to.
 //
-//	go test -run '^$' -bench BenchmarkWatchPathSideBySide -count 6 .
+//	go test -run '^$' -bench BenchmarkWatchPathSideBySide -count 6 ./bench/
 func BenchmarkWatchPathSideBySide(b *testing.B) {
 	for _, enc := range []string{"json", "protobuf"} {
 		for _, impl := range []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean"} {

@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache"
 )
 
 // BenchmarkWatchEventsSharded: BenchmarkWatchEvents for a Reflector of
@@ -19,9 +21,9 @@ import (
 // impl=client-go sends the selector and checks nothing. Per event; the
 // verification's cost is kreflector-sharded against kreflector.
 //
-//	go test -run '^$' -bench 'WatchEventsSharded' -benchmem -count 6 .
+//	go test -run '^$' -bench 'WatchEventsSharded' -benchmem -count 6 ./bench/
 func BenchmarkWatchEventsSharded(b *testing.B) {
-	shard, err := ReplicaShard(0, 2)
+	shard, err := cache.ReplicaShard(0, 2)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,8 +33,8 @@ func BenchmarkWatchEventsSharded(b *testing.B) {
 		run  reflectorRun
 	}{
 		{"kreflector", benchImpls[0].run},
-		{"kreflector-sharded", func(ctx context.Context, lw *benchLW, store ReflectorStore) {
-			NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{Name: "bench", Shard: &shard}).RunWithContext(ctx)
+		{"kreflector-sharded", func(ctx context.Context, lw *benchLW, store cache.ReflectorStore) {
+			cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "bench", Shard: &shard}).RunWithContext(ctx)
 		}},
 		// benchLW answers the same whatever the options say.
 		{"client-go", benchImpls[1].run},
@@ -58,7 +60,7 @@ func BenchmarkWatchEventsSharded(b *testing.B) {
 }
 
 // shardedEvents is mixedEvents with every object's UID moved into s.
-func shardedEvents(b *testing.B, s Shard, n int) []watch.Event {
+func shardedEvents(b *testing.B, s cache.Shard, n int) []watch.Event {
 	events := mixedEvents(n)
 	for _, e := range events {
 		c := e.Object.(*corev1.ConfigMap)

@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"runtime"
@@ -18,7 +18,7 @@ import (
 // has returned, with the store kept, above the heap before the inputs
 // were built.
 //
-//	go test -run '^$' -bench . -benchmem -count 6 -timeout 60m .
+//	go test -run '^$' -bench . -benchmem -count 6 -timeout 60m ./bench/
 
 const (
 	// benchEvents is the number of watch events per BenchmarkWatchEvents

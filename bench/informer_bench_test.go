@@ -1,4 +1,4 @@
-package cache
+package bench
 
 import (
 	"context"
@@ -14,13 +14,15 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache"
 )
 
 // Benchmarks of our SharedIndexInformer against client-go's on identical
 // ListerWatcher answers, in the same run (sub-benchmarks impl=kreflector
 // and impl=client-go), with handlers that only count:
 //
-//	go test -run '^$' -bench Informer -benchmem -count 6 -timeout 60m .
+//	go test -run '^$' -bench Informer -benchmem -count 6 -timeout 60m ./bench/
 
 // informerCtor is the constructor under test; client-go's and ours have
 // the same signature.
@@ -30,7 +32,7 @@ var informerImpls = []struct {
 	name string
 	new  informerCtor
 }{
-	{"kreflector", NewSharedIndexInformer},
+	{"kreflector", cache.NewSharedIndexInformer},
 	{"client-go", clientgocache.NewSharedIndexInformer},
 }
 
@@ -245,7 +247,7 @@ func BenchmarkInformerSlowHandler(b *testing.B) {
 // timeFastHandlers runs inf until every handler is done and returns how
 // long the handlers after the first slow ones took to be done, and, for
 // our informer, its Stats at that moment.
-func timeFastHandlers(b *testing.B, inf clientgocache.SharedIndexInformer, hs []*countingHandler, slow int) (time.Duration, *InformerStats) {
+func timeFastHandlers(b *testing.B, inf clientgocache.SharedIndexInformer, hs []*countingHandler, slow int) (time.Duration, *cache.InformerStats) {
 	ctx, cancel := context.WithCancel(b.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })
@@ -254,8 +256,8 @@ func timeFastHandlers(b *testing.B, inf clientgocache.SharedIndexInformer, hs []
 		<-h.done
 	}
 	fast := time.Since(start)
-	var stats *InformerStats
-	if ours, ok := inf.(InformerHealthReporter); ok {
+	var stats *cache.InformerStats
+	if ours, ok := inf.(cache.InformerHealthReporter); ok {
 		s := ours.Stats()
 		stats = &s
 	}
