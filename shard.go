@@ -1,240 +1,65 @@
 package cache
 
 import (
-	"cmp"
-	"errors"
-	"fmt"
-	"math/bits"
-	"slices"
-	"strconv"
-	"strings"
-
 	"k8s.io/apimachinery/pkg/sharding"
+
+	"github.com/kreflector/cache/shard"
 )
 
+// The shard value, its parsing and its matching live in package
+// github.com/kreflector/cache/shard; the names below keep the ones this
+// package has always had, as aliases of the same types and values and as
+// one-line forwarders, so code using either package's names mixes freely.
+
 // ShardKey is the object field whose 64-bit FNV-1a hash places an object in
-// a shard, in the field-path form kube-apiserver's shard selectors use.
-type ShardKey string
+// a shard, in the field-path form kube-apiserver's shard selectors use. It
+// is shard.Key.
+type ShardKey = shard.Key
 
 const (
 	// ShardByUID hashes metadata.uid: objects spread evenly over the
 	// replicas, each object in one shard for its whole life.
-	ShardByUID ShardKey = "object.metadata.uid"
+	ShardByUID ShardKey = shard.ByUID
 	// ShardByNamespace hashes metadata.namespace: a namespace's objects
 	// all land in one shard (for controllers that reconcile a namespace
 	// at a time); cluster-scoped objects all hash the empty string.
-	ShardByNamespace ShardKey = "object.metadata.namespace"
+	ShardByNamespace ShardKey = shard.ByNamespace
 )
 
 // ErrInvalidShard is wrapped by every error that NewShard, ReplicaShard,
-// ParseShard and Shard.Union return for bad input.
-var ErrInvalidShard = errors.New("invalid shard")
-
-// hashSpaceEnd is the exclusive upper bound of the hash space, 2^64, as
-// kube-apiserver writes it.
-const hashSpaceEnd = "0x10000000000000000"
+// ParseShard and Shard.Union return for bad input. It is shard.ErrInvalid,
+// so errors.Is with either name finds it.
+var ErrInvalidShard = shard.ErrInvalid
 
 // Shard is the part of the 64-bit hash space of one key that a replica
 // owns: one or more ranges [start, end) over the FNV-1a hash of the key's
 // value, as kube-apiserver's server-side sharded LIST and WATCH
 // (ListOptions.ShardSelector, feature gate ShardedListAndWatch) takes them.
 // The zero Shard is not valid; make one with ReplicaShard, NewShard or
-// ParseShard. A Shard is an immutable value, safe to share.
-type Shard struct {
-	key ShardKey
-	// ranges are sorted, disjoint and not adjacent; last is inclusive, so
-	// the whole space is {0, MaxUint64}.
-	ranges []hashRange
-}
-
-type hashRange struct{ first, last uint64 }
+// ParseShard. A Shard is an immutable value, safe to share. It is
+// shard.Shard, whose methods (String, Contains, Union, Equal, ...) are
+// documented there.
+type Shard = shard.Shard
 
 // ReplicaShard returns the shard of replica i (from 0) of n over object
 // UIDs: the n shards are equal contiguous ranges that together cover the
-// hash space exactly once.
-func ReplicaShard(i, n int) (Shard, error) { return ReplicaShardBy(ShardByUID, i, n) }
+// hash space exactly once. It is shard.Replica.
+func ReplicaShard(i, n int) (Shard, error) { return shard.Replica(i, n) }
 
-// ReplicaShardBy is ReplicaShard over the given key.
-func ReplicaShardBy(key ShardKey, i, n int) (Shard, error) {
-	if err := checkKey(key); err != nil {
-		return Shard{}, err
-	}
-	if n <= 0 {
-		return Shard{}, fmt.Errorf("%w: %d replicas: need at least one", ErrInvalidShard, n)
-	}
-	if i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("%w: replica %d of %d: want 0 <= i < %d", ErrInvalidShard, i, n, n)
-	}
-	r := hashRange{first: boundary(uint64(i), uint64(n)), last: ^uint64(0)}
-	if i+1 < n {
-		r.last = boundary(uint64(i+1), uint64(n)) - 1
-	}
-	return Shard{key: key, ranges: []hashRange{r}}, nil
-}
-
-// boundary is floor(i * 2^64 / n), for i < n.
-func boundary(i, n uint64) uint64 {
-	q, _ := bits.Div64(i, 0, n)
-	return q
-}
+// ReplicaShardBy is ReplicaShard over the given key. It is
+// shard.ReplicaBy.
+func ReplicaShardBy(key ShardKey, i, n int) (Shard, error) { return shard.ReplicaBy(key, i, n) }
 
 // NewShard returns the shard made of the given ranges, which must all name
 // one supported key and each have start < end, both written as
 // kube-apiserver writes them: "0x" and 16 lowercase hex digits, or
 // "0x10000000000000000" (2^64) for an end. Overlapping and adjacent ranges
-// are merged.
-func NewShard(reqs ...sharding.ShardRangeRequirement) (Shard, error) {
-	if len(reqs) == 0 {
-		return Shard{}, fmt.Errorf("%w: no ranges", ErrInvalidShard)
-	}
-	s := Shard{key: ShardKey(reqs[0].Key)}
-	if err := checkKey(s.key); err != nil {
-		return Shard{}, err
-	}
-	for _, req := range reqs {
-		if ShardKey(req.Key) != s.key {
-			return Shard{}, fmt.Errorf("%w: mixed keys %q and %q: a shard hashes one key", ErrInvalidShard, s.key, req.Key)
-		}
-		r, err := parseRange(req.Start, req.End)
-		if err != nil {
-			return Shard{}, err
-		}
-		s.ranges = append(s.ranges, r)
-	}
-	s.ranges = normalize(s.ranges)
-	return s, nil
-}
+// are merged. It is shard.New.
+func NewShard(reqs ...sharding.ShardRangeRequirement) (Shard, error) { return shard.New(reqs...) }
 
-func checkKey(key ShardKey) error {
-	if key != ShardByUID && key != ShardByNamespace {
-		return fmt.Errorf("%w: unsupported key %q: want %q or %q", ErrInvalidShard, key, ShardByUID, ShardByNamespace)
-	}
-	return nil
-}
-
-// parseRange reads [start, end) into an inclusive range.
-func parseRange(start, end string) (hashRange, error) {
-	first, err := parseBound(start, false)
-	if err != nil {
-		return hashRange{}, err
-	}
-	stop, err := parseBound(end, true)
-	if err != nil {
-		return hashRange{}, err
-	}
-	if end != hashSpaceEnd && stop <= first {
-		return hashRange{}, fmt.Errorf("%w: range [%s, %s) is empty or inverted", ErrInvalidShard, start, end)
-	}
-	if end == hashSpaceEnd {
-		return hashRange{first: first, last: ^uint64(0)}, nil
-	}
-	return hashRange{first: first, last: stop - 1}, nil
-}
-
-// parseBound reads one bound; only an end may be 2^64, which it returns
-// as 0 (parseRange knows it by its text).
-func parseBound(s string, isEnd bool) (uint64, error) {
-	if s == hashSpaceEnd {
-		if !isEnd {
-			return 0, fmt.Errorf("%w: start %s is past the hash space", ErrInvalidShard, s)
-		}
-		return 0, nil
-	}
-	digits, ok := strings.CutPrefix(s, "0x")
-	if !ok || len(digits) != 16 || strings.ToLower(digits) != digits {
-		return 0, fmt.Errorf("%w: bound %q: want 0x and 16 lowercase hex digits, or %s", ErrInvalidShard, s, hashSpaceEnd)
-	}
-	v, err := strconv.ParseUint(digits, 16, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: bound %q: %w", ErrInvalidShard, s, err)
-	}
-	return v, nil
-}
-
-// normalize sorts rs and merges overlapping and adjacent ranges.
-func normalize(rs []hashRange) []hashRange {
-	slices.SortFunc(rs, func(a, b hashRange) int { return cmp.Compare(a.first, b.first) })
-	out := rs[:1]
-	for _, r := range rs[1:] {
-		top := &out[len(out)-1]
-		if top.last == ^uint64(0) || r.first <= top.last+1 {
-			top.last = max(top.last, r.last)
-			continue
-		}
-		out = append(out, r)
-	}
-	return slices.Clip(out)
-}
-
-// Key is the field the shard hashes.
-func (s Shard) Key() ShardKey { return s.key }
-
-// IsZero says whether s is the zero Shard (no shard).
-func (s Shard) IsZero() bool { return len(s.ranges) == 0 }
-
-// Requirements returns s's ranges as apimachinery's shard range
-// requirements, in ascending order.
-func (s Shard) Requirements() []sharding.ShardRangeRequirement {
-	reqs := make([]sharding.ShardRangeRequirement, len(s.ranges))
-	for i, r := range s.ranges {
-		reqs[i] = sharding.ShardRangeRequirement{Key: string(s.key), Start: hexBound(r.first), End: hashSpaceEnd}
-		if r.last != ^uint64(0) {
-			reqs[i].End = hexBound(r.last + 1)
-		}
-	}
-	return reqs
-}
-
-func hexBound(v uint64) string { return fmt.Sprintf("0x%016x", v) }
-
-// Selector returns s as apimachinery's shard Selector.
-func (s Shard) Selector() sharding.Selector { return sharding.NewSelector(s.Requirements()...) }
-
-// String returns the shard selector to send as ListOptions.ShardSelector,
-// in the form kube-apiserver documents and echoes in ListMeta.ShardInfo:
-// shardRange(<key>, '<start>', '<end>') terms joined by " || ". ParseShard
-// reads it back. The zero Shard gives "".
-func (s Shard) String() string {
-	if s.IsZero() {
-		return ""
-	}
-	return s.Selector().String()
-}
-
-// Equal says whether s and o select the same objects' hashes of the same
-// key.
-func (s Shard) Equal(o Shard) bool { return s.key == o.key && slices.Equal(s.ranges, o.ranges) }
-
-// Union returns the shard owning what s or o owns. Both must hash the same
-// key. During a reshard, giving each replica the union of its old and new
-// shard before its new one keeps every object owned (see
-// docs/sharding.md).
-func (s Shard) Union(o Shard) (Shard, error) {
-	switch {
-	case s.IsZero() || o.IsZero():
-		return Shard{}, fmt.Errorf("%w: union with the zero Shard", ErrInvalidShard)
-	case s.key != o.key:
-		return Shard{}, fmt.Errorf("%w: mixed keys %q and %q: a shard hashes one key", ErrInvalidShard, s.key, o.key)
-	}
-	rs := append(slices.Clone(s.ranges), o.ranges...)
-	return Shard{key: s.key, ranges: normalize(rs)}, nil
-}
-
-// Fraction is the share of the hash space s owns, from 0 to 1.
-func (s Shard) Fraction() float64 {
-	var total float64
-	for _, r := range s.ranges {
-		total += float64(r.last-r.first) + 1
-	}
-	return total / (1 << 64)
-}
-
-// ContainsHash says whether the FNV-1a hash h lies in s.
-func (s Shard) ContainsHash(h uint64) bool {
-	for _, r := range s.ranges {
-		if h >= r.first && h <= r.last {
-			return true
-		}
-	}
-	return false
-}
+// ParseShard reads a shard selector in the form kube-apiserver takes:
+// one or more shardRange(<key>, '<start>', '<end>') terms joined by "||",
+// white space allowed between tokens, literals in single or double quotes.
+// It accepts what Shard.String writes and returns a clear error, wrapping
+// ErrInvalidShard, for anything else. It is shard.Parse.
+func ParseShard(selector string) (Shard, error) { return shard.Parse(selector) }

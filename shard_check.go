@@ -70,7 +70,6 @@ type shardCheck struct {
 	inShard int
 	// dropped counts objects left out (filtering locally).
 	dropped int
-	hasher  shardHasher
 }
 
 // newCheck returns a check for one stream, or nil when spec is nil.
@@ -157,7 +156,7 @@ func (c *shardCheck) event(m metav1.Object, obj runtime.Object) (bool, error) {
 
 // hashed decides for m, the metadata of obj.
 func (c *shardCheck) hashed(m metav1.Object, obj runtime.Object) (bool, error) {
-	h := c.hasher.hash(c.spec.shard.key, m)
+	h := c.spec.shard.Key().Hash(m)
 	switch {
 	case c.spec.shard.ContainsHash(h):
 		c.inShard++

@@ -2,124 +2,48 @@ package cache
 
 import (
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/sharding"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kreflector/cache/shard"
 )
 
-func TestReplicaShardSelectorForm(t *testing.T) {
-	cases := []struct {
-		i, n int
-		want string
-	}{
-		{0, 1, "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"},
-		{0, 2, "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"},
-		{1, 2, "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"},
-		{2, 4, "shardRange(object.metadata.uid, '0x8000000000000000', '0xc000000000000000')"},
-		{1, 3, "shardRange(object.metadata.uid, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')"},
+// The value, parsing and matching are tested in package shard; here the
+// names this package keeps must be that package's, unchanged.
+func TestShardNamesForward(t *testing.T) {
+	var _ shard.Shard = Shard{}
+	var _ shard.Key = ShardByUID
+	if ShardByUID != shard.ByUID || ShardByNamespace != shard.ByNamespace {
+		t.Errorf("keys %q, %q differ from package shard's", ShardByUID, ShardByNamespace)
 	}
-	for _, c := range cases {
-		s, err := ReplicaShard(c.i, c.n)
-		if err != nil {
-			t.Fatalf("ReplicaShard(%d, %d): %v", c.i, c.n, err)
-		}
-		if got := s.String(); got != c.want {
-			t.Errorf("ReplicaShard(%d, %d) = %s, want %s", c.i, c.n, got, c.want)
-		}
-		back, err := ParseShard(s.String())
-		if err != nil || !back.Equal(s) {
-			t.Errorf("ParseShard(%q) = %v, %v; want it back", s, back, err)
-		}
+	ours, err := ReplicaShard(1, 3)
+	if err != nil || !ours.Equal(mustShard(t, 1, 3)) {
+		t.Errorf("ReplicaShard(1, 3) = %v, %v", ours, err)
 	}
-	ns, _ := ReplicaShardBy(ShardByNamespace, 0, 2)
-	if want := "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"; ns.String() != want {
-		t.Errorf("by namespace: %s, want %s", ns, want)
+	theirs, _ := shard.Replica(1, 3)
+	if !ours.Equal(theirs) {
+		t.Errorf("ReplicaShard(1, 3) = %v, shard.Replica(1, 3) = %v", ours, theirs)
 	}
-}
-
-// The n replicas' shards cover the hash space exactly once: they are
-// contiguous, start at 0 and end at 2^64, for any n.
-func TestReplicaShardsPartitionTheSpace(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4, 7, 10, 64, 1000} {
-		next := uint64(0)
-		var total float64
-		for i := range n {
-			s, err := ReplicaShard(i, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := s.ranges
-			if len(r) != 1 || r[0].first != next {
-				t.Fatalf("n=%d i=%d: ranges %v, want one starting at %#x", n, i, r, next)
-			}
-			next = r[0].last + 1 // wraps to 0 after the last replica
-			total += s.Fraction()
-		}
-		if next != 0 {
-			t.Errorf("n=%d: the last shard ends before 2^64 (next %#x)", n, next)
-		}
-		if total < 0.999999 || total > 1.000001 {
-			t.Errorf("n=%d: fractions add up to %v", n, total)
+	back, err := ParseShard(ours.String())
+	if err != nil || !back.Equal(ours) {
+		t.Errorf("ParseShard(%q) = %v, %v; want it back", ours, back, err)
+	}
+	built, err := NewShard(ours.Requirements()...)
+	if err != nil || !built.Equal(ours) {
+		t.Errorf("NewShard(%v) = %v, %v; want it back", ours.Requirements(), built, err)
+	}
+	bad := []error{
+		func() error { _, err := ReplicaShard(0, 0); return err }(),
+		func() error { _, err := ReplicaShardBy("object.metadata.name", 0, 2); return err }(),
+		func() error { _, err := NewShard(sharding.ShardRangeRequirement{Key: string(ShardByUID)}); return err }(),
+		func() error { _, err := ParseShard(" "); return err }(),
+	}
+	for i, err := range bad {
+		if !errors.Is(err, ErrInvalidShard) || !errors.Is(err, shard.ErrInvalid) {
+			t.Errorf("bad input %d: error %v, want one wrapping ErrInvalidShard (shard.ErrInvalid)", i, err)
 		}
 	}
-}
-
-func TestShardBadInput(t *testing.T) {
-	bad := map[string]func() error{
-		"no replicas":       func() error { _, err := ReplicaShard(0, 0); return err },
-		"negative replicas": func() error { _, err := ReplicaShard(0, -2); return err },
-		"i out of range":    func() error { _, err := ReplicaShard(3, 3); return err },
-		"negative i":        func() error { _, err := ReplicaShard(-1, 3); return err },
-		"unsupported key":   func() error { _, err := ReplicaShardBy("object.metadata.name", 0, 2); return err },
-		"no ranges":         func() error { _, err := NewShard(); return err },
-		"empty range":       func() error { return newShard("0x1000000000000000", "0x1000000000000000") },
-		"inverted range":    func() error { return newShard("0x2000000000000000", "0x1000000000000000") },
-		"short bound":       func() error { return newShard("0x0", "0x8000000000000000") },
-		"upper-case hex":    func() error { return newShard("0x000000000000000A", "0x8000000000000000") },
-		"start at 2^64":     func() error { return newShard(hashSpaceEnd, hashSpaceEnd) },
-		"empty selector":    func() error { _, err := ParseShard("  "); return err },
-		"other function": func() error {
-			_, err := ParseShard("hashRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')")
-			return err
-		},
-		"and, not or":      func() error { _, err := ParseShard(uidRange(0, 2) + " && " + uidRange(1, 2)); return err },
-		"trailing garbage": func() error { _, err := ParseShard(uidRange(0, 2) + " x"); return err },
-		"unterminated":     func() error { _, err := ParseShard("shardRange(object.metadata.uid, '0x0000000000000000"); return err },
-		"two arguments": func() error {
-			_, err := ParseShard("shardRange(object.metadata.uid, '0x0000000000000000')")
-			return err
-		},
-		"unquoted bound": func() error {
-			_, err := ParseShard("shardRange(object.metadata.uid, 0x0000000000000000, '0x10000000000000000')")
-			return err
-		},
-		"mixed keys (parse)": func() error { _, err := ParseShard(uidRange(0, 2) + " || " + nsRange(1, 2)); return err },
-		"mixed keys (union)": func() error { _, err := mustShard(t, 0, 2).Union(mustShardBy(t, ShardByNamespace, 1, 2)); return err },
-		"union with zero":    func() error { _, err := mustShard(t, 0, 2).Union(Shard{}); return err },
-	}
-	for name, f := range bad {
-		err := f()
-		if !errors.Is(err, ErrInvalidShard) {
-			t.Errorf("%s: error %v, want one wrapping ErrInvalidShard", name, err)
-		}
-	}
-}
-
-func newShard(start, end string) error {
-	_, err := NewShard(sharding.ShardRangeRequirement{Key: string(ShardByUID), Start: start, End: end})
-	return err
-}
-
-func uidRange(i, n int) string { s, _ := ReplicaShard(i, n); return s.String() }
-func nsRange(i, n int) string {
-	s, _ := ReplicaShardBy(ShardByNamespace, i, n)
-	return s.String()
 }
 
 func mustShard(t testing.TB, i, n int) Shard { return mustShardBy(t, ShardByUID, i, n) }
@@ -131,70 +55,4 @@ func mustShardBy(t testing.TB, key ShardKey, i, n int) Shard {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func TestParseShardForms(t *testing.T) {
-	in := ` shardRange( object.metadata.uid ,"0xc000000000000000",'0x10000000000000000' )||shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000')`
-	s, err := ParseShard(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000') || shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')"
-	if s.String() != want {
-		t.Errorf("got %s, want %s", s, want)
-	}
-	if f := s.Fraction(); f != 0.5 {
-		t.Errorf("fraction %v, want 0.5", f)
-	}
-}
-
-func TestShardUnionMerges(t *testing.T) {
-	// Replica 1 of 3 and replica 1 of 4 overlap: their union is one range.
-	u, err := mustShard(t, 1, 3).Union(mustShard(t, 1, 4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "shardRange(object.metadata.uid, '0x4000000000000000', '0xaaaaaaaaaaaaaaaa')"
-	if u.String() != want {
-		t.Errorf("union %s, want %s", u, want)
-	}
-	// Adjacent ranges merge too, up to the whole space.
-	all := mustShard(t, 0, 2)
-	all, _ = all.Union(mustShard(t, 1, 2))
-	if !all.Equal(mustShard(t, 0, 1)) {
-		t.Errorf("0/2 ∪ 1/2 = %s, want the whole space", all)
-	}
-}
-
-// Our matching agrees with apimachinery's selector on random UIDs and
-// namespaces, for shards of several shapes.
-func TestShardMatchesApimachinery(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	shards := []Shard{mustShard(t, 0, 2), mustShard(t, 1, 3), mustShard(t, 2, 7), mustShardBy(t, ShardByNamespace, 1, 4)}
-	odd, _ := mustShard(t, 0, 4).Union(mustShard(t, 2, 4))
-	shards = append(shards, odd)
-	for _, s := range shards {
-		theirs := s.Selector()
-		for i := range 2000 {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-				UID:       types.UID(fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.Uint32()&0xffff, i, rng.Uint32()&0xfff, rng.Uint64()&0xffffffffffff)),
-				Namespace: fmt.Sprintf("ns-%d", rng.IntN(500)),
-			}}
-			want, err := theirs.Matches(pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := s.Contains(pod)
-			if err != nil || got != want {
-				t.Fatalf("%s: %s/%s: Contains %v (%v), apimachinery %v", s, pod.Namespace, pod.UID, got, err, want)
-			}
-		}
-	}
-}
-
-func TestShardContainsNeedsMetadata(t *testing.T) {
-	_, err := mustShard(t, 0, 2).Contains(&metav1.Status{})
-	if err == nil || !strings.Contains(err.Error(), "Status") {
-		t.Errorf("Contains(Status) = %v, want an error naming the type", err)
-	}
 }

@@ -9,8 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/kreflector/cache"
+	clientgocache "k8s.io/client-go/tools/cache"
 )
 
 // Resource is the handle of one resource of a Server: for every namespace,
@@ -26,8 +25,8 @@ type Resource struct {
 }
 
 var (
-	_ cache.ListerWatcher            = &Resource{}
-	_ cache.ListerWatcherWithContext = &Resource{}
+	_ clientgocache.ListerWatcher            = &Resource{}
+	_ clientgocache.ListerWatcherWithContext = &Resource{}
 )
 
 // Namespace returns a handle scoped to namespace ns, as a client's

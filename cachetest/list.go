@@ -41,7 +41,7 @@ func (r *Resource) List(opts metav1.ListOptions) (runtime.Object, error) {
 // ("namespace/name").
 //
 // A ShardSelector (shardRange terms joined by "||", parsed by
-// cache.ParseShard) keeps, on top of the label and field selectors, the
+// shard.Parse) keeps, on top of the label and field selectors, the
 // objects whose metadata.uid or metadata.namespace hashes into its
 // ranges; each page it filtered has no remainingItemCount and echoes the
 // selector in ListMeta.ShardInfo as kube-apiserver does (term by term in

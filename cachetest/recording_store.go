@@ -9,8 +9,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-
-	"github.com/kreflector/cache"
+	clientgocache "k8s.io/client-go/tools/cache"
 )
 
 // StoreOp names a store method.
@@ -71,7 +70,7 @@ func (c StoreCall) String() string {
 // calls and this store records, returns an error. All methods are safe for
 // concurrent use.
 type RecordingStore struct {
-	keyFunc cache.KeyFunc
+	keyFunc clientgocache.KeyFunc
 
 	mu    sync.Mutex
 	calls []StoreCall
@@ -82,16 +81,17 @@ type RecordingStore struct {
 }
 
 var (
-	_ cache.ReflectorStore         = &RecordingStore{}
-	_ cache.ResourceVersionUpdater = &RecordingStore{}
-	_ cache.ReflectorBookmarkStore = &RecordingStore{}
+	_ clientgocache.ReflectorStore         = &RecordingStore{}
+	_ clientgocache.ResourceVersionUpdater = &RecordingStore{}
+	_ clientgocache.ReflectorBookmarkStore = &RecordingStore{}
 )
 
 // NewRecordingStore returns an empty RecordingStore keyed by keyFunc
-// (nil means cache.DeletionHandlingMetaNamespaceKeyFunc).
-func NewRecordingStore(keyFunc cache.KeyFunc) *RecordingStore {
+// (nil means client-go's DeletionHandlingMetaNamespaceKeyFunc,
+// which keys as the Reflector's does).
+func NewRecordingStore(keyFunc clientgocache.KeyFunc) *RecordingStore {
 	if keyFunc == nil {
-		keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+		keyFunc = clientgocache.DeletionHandlingMetaNamespaceKeyFunc
 	}
 	return &RecordingStore{keyFunc: keyFunc, items: map[string]interface{}{}, changed: make(chan struct{})}
 }
@@ -108,7 +108,7 @@ func (s *RecordingStore) recordLocked(c StoreCall) {
 func (s *RecordingStore) write(op StoreOp, obj interface{}) error {
 	key, err := s.key(obj)
 	if err != nil {
-		key, err = "", cache.KeyError{Obj: obj, Err: err}
+		key, err = "", clientgocache.KeyError{Obj: obj, Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -141,7 +141,7 @@ func (s *RecordingStore) Replace(list []interface{}, resourceVersion string) err
 	for _, obj := range list {
 		key, err := s.key(obj)
 		if err != nil {
-			keyErr = cache.KeyError{Obj: obj, Err: err}
+			keyErr = clientgocache.KeyError{Obj: obj, Err: err}
 			break
 		}
 		items[key] = obj
@@ -224,7 +224,7 @@ func (s *RecordingStore) ListKeys() []string {
 func (s *RecordingStore) Get(obj interface{}) (interface{}, bool, error) {
 	key, err := s.key(obj)
 	if err != nil {
-		return nil, false, cache.KeyError{Obj: obj, Err: err}
+		return nil, false, clientgocache.KeyError{Obj: obj, Err: err}
 	}
 	return s.GetByKey(key)
 }
@@ -274,7 +274,7 @@ func isNil(obj interface{}) bool {
 }
 
 func resourceVersionOf(obj interface{}) string {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+	if d, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	if isNil(obj) {
@@ -292,7 +292,7 @@ func describe(obj interface{}) string {
 	if isNil(obj) {
 		return fmt.Sprintf("<nil %T>", obj)
 	}
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	key, err := clientgocache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return fmt.Sprintf("<%T>", obj)
 	}

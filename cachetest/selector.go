@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/shard"
 )
 
 // Fields a field selector may name, as for most built-in resources.
@@ -30,7 +30,7 @@ type predicate struct {
 	field     fields.Selector
 	// shard, unless zero, keeps the objects whose key hashes into it;
 	// shardEcho is the selector as ListMeta.ShardInfo echoes it then.
-	shard     cache.Shard
+	shard     shard.Shard
 	shardEcho string
 }
 

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/shard"
 )
 
 // Sharded LIST and WATCH (KEP-5866) as kube-apiserver 1.37 serves them
@@ -30,29 +30,29 @@ func (s *Server) SetShardedListAndWatch(enabled bool) { s.shardingOff.Store(!ena
 // the gate off, else the shard and its echo, or 400 BadRequest carrying
 // the parse error's text. (kube-apiserver 1.37.2 answers 500 there, its
 // parse error not being a status; cachetest answers as the API means it.)
-func (s *Server) parseShardSelector(sel string) (cache.Shard, string, error) {
+func (s *Server) parseShardSelector(sel string) (shard.Shard, string, error) {
 	if sel == "" || s.shardingOff.Load() {
-		return cache.Shard{}, "", nil
+		return shard.Shard{}, "", nil
 	}
-	shard, err := cache.ParseShard(sel)
+	sh, err := shard.Parse(sel)
 	if err != nil {
-		return cache.Shard{}, "", apierrors.NewBadRequest(fmt.Sprintf("invalid shard selector: %v", err))
+		return shard.Shard{}, "", apierrors.NewBadRequest(fmt.Sprintf("invalid shard selector: %v", err))
 	}
-	return shard, shardEcho(sel), nil
+	return sh, shardEcho(sel), nil
 }
 
 // shardEcho is sel as kube-apiserver echoes it: not the request's text but
 // the selector it parsed, written back term by term in the request's
 // order, each as shardRange(<key>, '<start>', '<end>'), joined by " || ".
 // A selector written that way (as Shard.String writes one) comes back as
-// it was sent. sel must be one ParseShard accepts, so that "||" only
+// it was sent. sel must be one shard.Parse accepts, so that "||" only
 // separates terms and each term is a shard of its own.
 func shardEcho(sel string) string {
 	terms := strings.Split(sel, "||")
 	for i, term := range terms {
-		one, err := cache.ParseShard(term)
+		one, err := shard.Parse(term)
 		if err != nil {
-			return sel // not reached for a selector ParseShard accepts
+			return sel // not reached for a selector shard.Parse accepts
 		}
 		terms[i] = one.String()
 	}

@@ -1,4 +1,4 @@
-package cache
+package shard
 
 import (
 	"fmt"
@@ -7,49 +7,49 @@ import (
 	"k8s.io/apimachinery/pkg/sharding"
 )
 
-// ParseShard reads a shard selector in the form kube-apiserver takes:
+// Parse reads a shard selector in the form kube-apiserver takes:
 // one or more shardRange(<key>, '<start>', '<end>') terms joined by "||",
 // white space allowed between tokens, literals in single or double quotes.
 // It accepts what Shard.String writes and returns a clear error, wrapping
-// ErrInvalidShard, for anything else: an empty selector, another function
+// ErrInvalid, for anything else: an empty selector, another function
 // or operator, an unsupported or mixed key, a malformed bound, an empty or
 // inverted range.
-func ParseShard(selector string) (Shard, error) {
-	p := shardParser{in: selector}
+func Parse(selector string) (Shard, error) {
+	p := parser{in: selector}
 	if strings.TrimSpace(selector) == "" {
-		return Shard{}, fmt.Errorf("%w: empty selector", ErrInvalidShard)
+		return Shard{}, fmt.Errorf("%w: empty selector", ErrInvalid)
 	}
 	var reqs []sharding.ShardRangeRequirement
 	for {
 		req, err := p.term()
 		if err != nil {
-			return Shard{}, fmt.Errorf("%w: %q: %w", ErrInvalidShard, selector, err)
+			return Shard{}, fmt.Errorf("%w: %q: %w", ErrInvalid, selector, err)
 		}
 		reqs = append(reqs, req)
 		if p.done() {
-			return NewShard(reqs...)
+			return New(reqs...)
 		}
 		if !p.eat("||") {
-			return Shard{}, fmt.Errorf("%w: %q: at offset %d: want || between shardRange terms", ErrInvalidShard, selector, p.at)
+			return Shard{}, fmt.Errorf("%w: %q: at offset %d: want || between shardRange terms", ErrInvalid, selector, p.at)
 		}
 	}
 }
 
-// shardParser scans a selector left to right.
-type shardParser struct {
+// parser scans a selector left to right.
+type parser struct {
 	in string
 	at int
 }
 
 // term reads shardRange(<key>, <literal>, <literal>).
-func (p *shardParser) term() (sharding.ShardRangeRequirement, error) {
+func (p *parser) term() (sharding.ShardRangeRequirement, error) {
 	var req sharding.ShardRangeRequirement
 	if !p.eat("shardRange") || !p.eat("(") {
 		return req, fmt.Errorf("at offset %d: want shardRange(", p.at)
 	}
 	req.Key = p.path()
 	if req.Key == "" {
-		return req, fmt.Errorf("at offset %d: want a field path such as %s", p.at, ShardByUID)
+		return req, fmt.Errorf("at offset %d: want a field path such as %s", p.at, ByUID)
 	}
 	var err error
 	for _, bound := range []*string{&req.Start, &req.End} {
@@ -67,7 +67,7 @@ func (p *shardParser) term() (sharding.ShardRangeRequirement, error) {
 }
 
 // eat skips white space and then tok, if it is next.
-func (p *shardParser) eat(tok string) bool {
+func (p *parser) eat(tok string) bool {
 	p.skipSpace()
 	if strings.HasPrefix(p.in[p.at:], tok) {
 		p.at += len(tok)
@@ -76,20 +76,20 @@ func (p *shardParser) eat(tok string) bool {
 	return false
 }
 
-func (p *shardParser) skipSpace() {
+func (p *parser) skipSpace() {
 	for p.at < len(p.in) && strings.ContainsRune(" \t\r\n", rune(p.in[p.at])) {
 		p.at++
 	}
 }
 
 // done says whether only white space is left.
-func (p *shardParser) done() bool {
+func (p *parser) done() bool {
 	p.skipSpace()
 	return p.at == len(p.in)
 }
 
 // path reads a dotted identifier such as object.metadata.uid.
-func (p *shardParser) path() string {
+func (p *parser) path() string {
 	p.skipSpace()
 	start := p.at
 	for p.at < len(p.in) {
@@ -103,7 +103,7 @@ func (p *shardParser) path() string {
 }
 
 // literal reads a string in single or double quotes.
-func (p *shardParser) literal() (string, error) {
+func (p *parser) literal() (string, error) {
 	p.skipSpace()
 	if p.at == len(p.in) || (p.in[p.at] != '\'' && p.in[p.at] != '"') {
 		return "", fmt.Errorf("at offset %d: want a quoted hex bound such as '0x8000000000000000'", p.at)
