@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // Sharing equal strings across objects (ReflectorOptions.ShareStrings).
@@ -294,7 +296,7 @@ func (w *walker) iface(v reflect.Value, depth int) {
 	if v.NumMethod() != 0 || !w.t.strings {
 		return
 	}
-	if c := w.json(e.Interface(), depth); !sameObject(c, e.Interface()) {
+	if c := w.json(e.Interface(), depth); !repr.Same(c, e.Interface()) {
 		v.Set(reflect.ValueOf(&c).Elem())
 	}
 }
@@ -309,7 +311,7 @@ func (w *walker) unstructured(obj map[string]interface{}) {
 		} else {
 			cv = w.json(v, 1)
 		}
-		if unsafe.StringData(ck) != unsafe.StringData(k) || !sameObject(cv, v) {
+		if unsafe.StringData(ck) != unsafe.StringData(k) || !repr.Same(cv, v) {
 			obj[ck] = cv
 		}
 	}
@@ -326,7 +328,7 @@ func (w *walker) jsonFields(m map[string]interface{}, depth int, skip func(strin
 		if skip == nil || !skip(k) {
 			cv = w.json(v, depth+1)
 		}
-		if unsafe.StringData(ck) != unsafe.StringData(k) || !sameObject(cv, v) {
+		if unsafe.StringData(ck) != unsafe.StringData(k) || !repr.Same(cv, v) {
 			m[ck] = cv
 		}
 	}
@@ -351,7 +353,7 @@ func (w *walker) json(v interface{}, depth int) interface{} {
 			return v
 		}
 		for i, e := range x {
-			if c := w.json(e, depth+1); !sameObject(c, e) {
+			if c := w.json(e, depth+1); !repr.Same(c, e) {
 				x[i] = c
 			}
 		}

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // decodedPod is realisticPod i as a client decodes it: from JSON bytes,
@@ -133,10 +135,10 @@ func TestShareUnstructured(t *testing.T) {
 		c := u.Object["spec"].(map[string]interface{})["containers"].([]interface{})[0].(map[string]interface{})
 		return c["ports"].([]interface{})[0].(map[string]interface{})["containerPort"]
 	}
-	if !sameObject(label(a), label(b)) {
+	if !repr.Same(label(a), label(b)) {
 		t.Error("label value: not one boxed string")
 	}
-	if !sameObject(port(a), port(b)) {
+	if !repr.Same(port(a), port(b)) {
 		t.Error("container port: not one boxed number")
 	}
 	if !sameString(mapKey(a.Object, "spec"), mapKey(b.Object, "spec")) {
