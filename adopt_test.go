@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -14,21 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
 // decodedFrom is p as a client decodes it: every string its own.
-func decodedFrom(t testing.TB, p *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &corev1.Pod{}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+func decodedFrom(t testing.TB, p *corev1.Pod) *corev1.Pod { return podgen.Decoded(t, p) }
 
 // changedPod is Pod i at rv with its first container's image changed.
 func changedPod(t testing.TB, i, rv int) *corev1.Pod {
