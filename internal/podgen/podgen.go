@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -243,4 +244,37 @@ func Decoded(t testing.TB, p *corev1.Pod) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Changed is Pod i at rv with its first container's image changed, as a
+// client decodes it: a version of Pod i that differs from the others in
+// its resourceVersion and that image.
+func Changed(t testing.TB, i, rv int) *corev1.Pod {
+	p := Pod(i, rv)
+	p.Spec.Containers[0].Image = "registry.example.com/other:v2"
+	return Decoded(t, p)
+}
+
+// CheckAdopted checks that obj holds held's copy of the strings two
+// versions of one Pod (see Changed) have in common, and held's field set
+// if mutable and only then.
+func CheckAdopted(t testing.TB, obj, held *corev1.Pod, mutable bool) {
+	t.Helper()
+	adopted := map[string][2]string{
+		"name":          {obj.Name, held.Name},
+		"uid":           {string(obj.UID), string(held.UID)},
+		"namespace":     {obj.Namespace, held.Namespace},
+		"node":          {obj.Spec.NodeName, held.Spec.NodeName},
+		"sidecar image": {obj.Spec.Containers[1].Image, held.Spec.Containers[1].Image},
+		"owner uid":     {string(obj.OwnerReferences[0].UID), string(held.OwnerReferences[0].UID)},
+		"container id":  {obj.Status.ContainerStatuses[0].ContainerID, held.Status.ContainerStatuses[0].ContainerID},
+	}
+	for what, v := range adopted {
+		if unsafe.StringData(v[0]) != unsafe.StringData(v[1]) {
+			t.Errorf("%s: not the held copy", what)
+		}
+	}
+	if got := unsafe.SliceData(obj.ManagedFields[0].FieldsV1.Raw) == unsafe.SliceData(held.ManagedFields[0].FieldsV1.Raw); got != mutable {
+		t.Errorf("field set adopted = %v, want %v", got, mutable)
+	}
 }
