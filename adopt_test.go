@@ -1,10 +1,7 @@
 package cache
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,104 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache/internal/podgen"
+	"github.com/kreflector/cache/internal/repr"
 )
-
-// decodedFrom is p as a client decodes it: every string its own.
-func decodedFrom(t testing.TB, p *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &corev1.Pod{}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// changedPod is Pod i at rv with its first container's image changed.
-func changedPod(t testing.TB, i, rv int) *corev1.Pod {
-	p := podgen.Pod(i, rv)
-	p.Spec.Containers[0].Image = "registry.example.com/other:v2"
-	return decodedFrom(t, p)
-}
-
-// A changed object takes the held version's copy of each string that is
-// equal at the same place, its own names and ids included, and with
-// mutable of each equal byte slice and string map; what changed keeps its
-// own copy, no value changes, and no map is written into.
-func TestAdoptHeldTakesUnchangedValues(t *testing.T) {
-	for _, mutable := range []bool{true, false} {
-		t.Run(fmt.Sprintf("mutable=%v", mutable), func(t *testing.T) {
-			held := decodedFrom(t, podgen.Pod(3, 100))
-			obj := changedPod(t, 3, 200)
-			want := obj.DeepCopy()
-			ownAnnotations := obj.Annotations
-			adoptHeld(obj, held, mutable)
-			if !reflect.DeepEqual(obj, want) {
-				t.Fatal("adopting changed a value")
-			}
-			checkAdopted(t, obj, held, mutable)
-			if sameString(obj.ResourceVersion, held.ResourceVersion) || sameString(obj.Spec.Containers[0].Image, held.Spec.Containers[0].Image) {
-				t.Error("a changed value was adopted")
-			}
-			if sameMap(obj.Labels, held.Labels) != mutable {
-				t.Errorf("labels adopted whole = %v, want %v", !mutable, mutable)
-			}
-			if sameString(mapKey(ownAnnotations, "prometheus.io/port"), mapKey(held.Annotations, "prometheus.io/port")) {
-				t.Error("a map was written into")
-			}
-		})
-	}
-}
-
-// checkAdopted checks that obj holds held's copy of the strings realistic
-// Pods' versions have in common, and of a field set if mutable and only
-// then.
-func checkAdopted(t *testing.T, obj, held *corev1.Pod, mutable bool) {
-	t.Helper()
-	adopted := map[string][2]string{
-		"name":          {obj.Name, held.Name},
-		"uid":           {string(obj.UID), string(held.UID)},
-		"namespace":     {obj.Namespace, held.Namespace},
-		"node":          {obj.Spec.NodeName, held.Spec.NodeName},
-		"sidecar image": {obj.Spec.Containers[1].Image, held.Spec.Containers[1].Image},
-		"owner uid":     {string(obj.OwnerReferences[0].UID), string(held.OwnerReferences[0].UID)},
-		"container id":  {obj.Status.ContainerStatuses[0].ContainerID, held.Status.ContainerStatuses[0].ContainerID},
-	}
-	for what, v := range adopted {
-		if !sameString(v[0], v[1]) {
-			t.Errorf("%s: not the held copy", what)
-		}
-	}
-	if got := unsafe.SliceData(obj.ManagedFields[0].FieldsV1.Raw) == unsafe.SliceData(held.ManagedFields[0].FieldsV1.Raw); got != mutable {
-		t.Errorf("field set adopted = %v, want %v", got, mutable)
-	}
-}
-
-// Nothing is adopted from an object of another type, from nil, from the
-// object itself, or into unstructured content (all maps).
-func TestAdoptHeldLeavesOthersAlone(t *testing.T) {
-	obj := changedPod(t, 4, 200)
-	name := obj.Name
-	for _, held := range []interface{}{nil, cm(obj.Name, "1"), *decodedPod(t, 4), obj} {
-		adoptHeld(obj, held, true)
-		if !sameString(obj.Name, name) {
-			t.Errorf("adopted from a %T", held)
-		}
-	}
-	u, heldU := decodedUnstructuredPod(t, 5), decodedUnstructuredPod(t, 5)
-	adoptHeld(u, heldU, true)
-	if sameString(u.GetNamespace(), heldU.GetNamespace()) {
-		t.Error("unstructured content was entered")
-	}
-	adoptHeld(nil, heldU, true)
-}
 
 // fieldSetCM is a ConfigMap at rv whose managedFields entry has a 1 KiB
 // field set of its own, and a weak pointer to that set's bytes.
@@ -161,48 +65,6 @@ func TestRelistAdoptsFromChangedObjectsPageByPage(t *testing.T) {
 	}
 }
 
-// BenchmarkAdoptHeld is what adopting costs per changed object on a
-// relist: a Pod decoded from bytes (its image changed), then adopting
-// from its held version, against decoding alone.
-//
-//	go test -run '^$' -bench BenchmarkAdoptHeld -benchmem -count 6 .
-func BenchmarkAdoptHeld(b *testing.B) {
-	for _, enc := range []string{"json", "protobuf"} {
-		b.Run(enc+"/decode", func(b *testing.B) { benchAdopt(b, enc, false) })
-		b.Run(enc+"/decode+adopt", func(b *testing.B) { benchAdopt(b, enc, true) })
-	}
-}
-
-func benchAdopt(b *testing.B, encoding string, adopt bool) {
-	const pool = 2048
-	enc, dec := podgen.Codec(encoding)
-	raw, held := make([][]byte, pool), make([]*corev1.Pod, pool)
-	for i := range raw {
-		p := podgen.Pod(i, i+5000)
-		p.Spec.Containers[0].Image = "registry.example.com/other:v2"
-		raw[i] = encoded(b, enc, p)
-		held[i] = decodedFrom(b, podgen.Pod(i, i+1))
-	}
-	for i := 0; b.Loop(); i++ {
-		obj, _, err := dec.Decode(raw[i%pool], nil, &corev1.Pod{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if adopt {
-			adoptHeld(obj, held[i%pool], true)
-		}
-	}
-}
-
-// encoded is obj's bytes in enc.
-func encoded(b *testing.B, enc apiruntime.Encoder, obj apiruntime.Object) []byte {
-	var buf bytes.Buffer
-	if err := enc.Encode(obj, &buf); err != nil {
-		b.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // Through an informer's relist: a changed Pod adopts its held version's
 // strings, and its field sets and labels map too unless the informer has
 // a transform (which could change them in place under the held version's
@@ -212,8 +74,8 @@ func TestRelistAdoptsThroughAnInformer(t *testing.T) {
 		t.Run(fmt.Sprintf("transform=%v", transform), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := &scriptLW{noWL: true, lists: []listReply{
-					{list: podList("10", "", decodedFrom(t, podgen.Pod(0, 1)))},
-					{list: podList("20", "", changedPod(t, 0, 2))},
+					{list: podList("10", "", podgen.Decoded(t, podgen.Pod(0, 1)))},
+					{list: podList("20", "", podgen.Changed(t, 0, 2))},
 				}}
 				inf := NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{})
 				if transform {
@@ -232,8 +94,8 @@ func TestRelistAdoptsThroughAnInformer(t *testing.T) {
 				if p.ResourceVersion != "2" {
 					t.Fatalf("store holds RV %s, want 2", p.ResourceVersion)
 				}
-				checkAdopted(t, p, h, !transform)
-				if got := sameMap(p.Labels, h.Labels); got == transform {
+				podgen.CheckAdopted(t, p, h, !transform)
+				if got := repr.SameMap(p.Labels, h.Labels); got == transform {
 					t.Errorf("labels map adopted = %v, want %v", got, !transform)
 				}
 			})

@@ -3,11 +3,12 @@ package cache
 import (
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
 	clientgofeatures "k8s.io/client-go/features"
 	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // informerQueue is the queue of this package's informers: client-go's
@@ -45,17 +46,7 @@ func (q *informerQueue) skipHeld(store getter, transform clientgocache.Transform
 // isHeldIn says whether obj is the object store holds under its key.
 func isHeldIn(store getter, obj interface{}) bool {
 	old, ok, err := store.Get(obj)
-	return err == nil && ok && sameObject(old, obj)
-}
-
-// sameObject says whether a and b hold the same value: the same dynamic
-// type and the same data word (for a pointer, the same pointer; for
-// anything else, the same boxed copy). Unlike ==, it never panics on
-// uncomparable types.
-func sameObject(a, b interface{}) bool {
-	wa := *(*[2]unsafe.Pointer)(unsafe.Pointer(&a))
-	wb := *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
-	return wa == wb
+	return err == nil && ok && repr.Same(old, obj)
 }
 
 // newInformerQueue returns the queue client-go's informers use with

@@ -5,9 +5,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/lean"
 )
 
 // intake prepares objects before they reach the store, in this order:
@@ -22,7 +23,7 @@ import (
 //  3. For the other objects of a sync, when the store holds another
 //     version under the object's key, the object's strings (and unless
 //     the store transforms, byte slices and string maps) equal to that
-//     version's become that version's (see adoptHeld; part of
+//     version's become that version's (see lean.Adopt; part of
 //     ReuseHeldObjects), unless step 4 shares strings.
 //  4. Equal strings are shared (ShareStrings), and equal maps
 //     (ShareMaps, unless the store transforms: see storeTransforms).
@@ -41,8 +42,8 @@ type intake struct {
 	// under ShareStrings or ShareMaps, holds the canonical copies of
 	// shared values.
 	dropManagedFields bool
-	table             *shareTable
-	// adoptMutable says adoptHeld may adopt byte slices and maps: the
+	table             *lean.Table
+	// adoptMutable says lean.Adopt may adopt byte slices and maps: the
 	// store does not transform.
 	adoptMutable bool
 	// filled says a sync has completed, so the store may hold objects.
@@ -56,7 +57,7 @@ func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 	in := &intake{dropManagedFields: o.DropManagedFields, adoptMutable: !storeTransforms(store)}
 	maps := o.ShareMaps && in.adoptMutable
 	if o.ShareStrings || maps {
-		in.table = newShareTableOf(o.ShareStrings, maps)
+		in.table = lean.NewTable(o.ShareStrings, maps)
 	}
 	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
 		in.held = heldIn(store)
@@ -79,34 +80,18 @@ func (in *intake) lean(obj runtime.Object) { in.leanFrom(obj, nil) }
 // every object's, old's included.
 func (in *intake) leanFrom(obj runtime.Object, old interface{}) {
 	in.leanDeleted(obj)
-	if old != nil && (in.table == nil || !in.table.strings) {
-		adoptHeld(obj, old, in.adoptMutable)
+	if old != nil && (in.table == nil || !in.table.SharesStrings()) {
+		lean.Adopt(obj, old, in.adoptMutable)
 	}
 	if in.table != nil {
-		in.table.object(obj)
+		in.table.Share(obj)
 	}
 }
 
 // leanDeleted applies step 2 to obj, a DELETED event's object.
 func (in *intake) leanDeleted(obj runtime.Object) {
 	if in.dropManagedFields {
-		dropManagedFields(obj)
-	}
-}
-
-// dropManagedFields removes obj's managedFields, typed or unstructured.
-func dropManagedFields(obj runtime.Object) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
-	case metav1.Object:
-		if o.GetManagedFields() != nil {
-			o.SetManagedFields(nil)
-		}
-	default:
-		if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
-			m.SetManagedFields(nil)
-		}
+		lean.DropManagedFields(obj)
 	}
 }
 
@@ -116,7 +101,7 @@ func dropManagedFields(obj runtime.Object) {
 func (in *intake) synced(items int) {
 	in.filled = true
 	if in.table != nil {
-		in.table.synced(items)
+		in.table.Synced(items)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
+	"github.com/kreflector/cache/internal/lean"
 	"github.com/kreflector/cache/internal/podgen"
 )
 
@@ -61,6 +62,8 @@ func TestLeanOptionsOnEveryPath(t *testing.T) {
 		})
 	}
 }
+
+func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
 // checkLean checks that store holds n Pods, none with managedFields, all
 // of one ReplicaSet sharing their label value and image.
@@ -178,7 +181,7 @@ func TestShareStringsBoundedUnderChurn(t *testing.T) {
 		r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, ReflectorOptions{ShareStrings: true})
 		startReflector(t, r)
 		synctest.Wait()
-		before, values := settledHeap(), r.in.table.size()
+		before, values := settledHeap(), r.in.table.Size()
 		w := lw.current(t)
 		for i := live; i < 11*live; i++ {
 			w.Delete(churnPod(i - live))
@@ -195,15 +198,15 @@ func TestShareStringsBoundedUnderChurn(t *testing.T) {
 		}
 		// The table holds at most the values of the last two generations
 		// of objects: no more than a table that met only those.
-		bound := newShareTable()
-		for i := 11*live - minShareSpan; i < 11*live; i++ {
-			bound.object(churnPod(i - live))
-			bound.object(churnPod(i))
+		bound := lean.NewTable(true, false)
+		for i := 11*live - lean.MinSpan; i < 11*live; i++ {
+			bound.Share(churnPod(i - live))
+			bound.Share(churnPod(i))
 		}
-		got := r.in.table.size()
-		t.Logf("share table: %d values after the initial list, %d after churn (bound %d)", values, got, bound.size())
-		if got > bound.size() {
-			t.Errorf("share table holds %d values after churn, more than the %d of its last two generations' objects", got, bound.size())
+		got := r.in.table.Size()
+		t.Logf("share table: %d values after the initial list, %d after churn (bound %d)", values, got, bound.Size())
+		if got > bound.Size() {
+			t.Errorf("share table holds %d values after churn, more than the %d of its last two generations' objects", got, bound.Size())
 		}
 	})
 }
@@ -223,28 +226,6 @@ func settledHeap() uint64 {
 	return liveHeap()
 }
 
-// liveHeap collects garbage and returns the bytes still reachable.
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-// managedFields go from typed and unstructured objects alike; the rest
-// stays.
-func TestDropManagedFields(t *testing.T) {
-	typed, u := decodedPod(t, 0), decodedUnstructuredPod(t, 0)
-	dropManagedFields(typed)
-	dropManagedFields(u)
-	if typed.ManagedFields != nil || u.GetManagedFields() != nil {
-		t.Errorf("managedFields left: typed %d, unstructured %d", len(typed.ManagedFields), len(u.GetManagedFields()))
-	}
-	if typed.Name == "" || u.GetName() != typed.Name || len(u.GetLabels()) != len(typed.Labels) {
-		t.Error("more than managedFields went")
-	}
-}
-
 // A DELETED event's object leaves the cache: it is not shared (the
 // table walks nothing), but loses its managedFields like every other.
 func TestLeanDeletedEvents(t *testing.T) {
@@ -254,19 +235,27 @@ func TestLeanDeletedEvents(t *testing.T) {
 		r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, leanOptions)
 		startReflector(t, r)
 		synctest.Wait()
-		walked, size := r.in.table.walked, r.in.table.size()
+		walked, size := r.in.table.Walked(), r.in.table.Size()
 		deleted := podAt(1, 3)
 		lw.current(t).Delete(deleted)
 		synctest.Wait()
 		if n := len(store.ListKeys()); n != 1 {
 			t.Fatalf("store holds %d objects after the delete, want 1", n)
 		}
-		if r.in.table.walked != walked || r.in.table.size() != size {
+		if r.in.table.Walked() != walked || r.in.table.Size() != size {
 			t.Errorf("a deleted object was shared: %d objects walked, %d values held; before the delete %d, %d",
-				r.in.table.walked, r.in.table.size(), walked, size)
+				r.in.table.Walked(), r.in.table.Size(), walked, size)
 		}
 		if deleted.ManagedFields != nil {
 			t.Error("a deleted object kept its managedFields")
 		}
 	})
+}
+
+// liveHeap collects garbage and returns the bytes still reachable.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"time"
-	"unsafe"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // burst is how many already-queued events are applied after one select
@@ -320,13 +321,10 @@ func (s *streamer) accept(ev watch.Event) (metav1.Object, bool) {
 // isNilObject: nil, or a nil pointer of an object type. No decoder makes
 // one, but a hand-written watch can, and its methods would panic.
 //
-// It runs for every event, so it reads the interface's data word instead
-// of going through reflect: an interface holding a pointer stores that
-// pointer there, and any other value is stored behind a non-nil pointer.
-// TestIsNilObject pins this against reflect's answer.
-func isNilObject(o runtime.Object) bool {
-	return o == nil || (*[2]unsafe.Pointer)(unsafe.Pointer(&o))[1] == nil
-}
+// It runs for every event, so it reads the interface's data word (see
+// repr.IsNil) instead of going through reflect. TestIsNilObject pins
+// this against reflect's answer.
+func isNilObject(o runtime.Object) bool { return repr.IsNil(o) }
 
 // report logs an event the stream skipped or could not apply. It does not
 // go through utilruntime.HandleError, whose global rate limiter would make

@@ -5,13 +5,18 @@
 // and managedFields' field sets; images come from a small set, nodes from
 // a pool of Nodes; names, uids, IPs and container IDs are each Pod's own.
 // Encoded as JSON a Pod is about 6.6 KB. Codec gives the encoders and
-// decoder a typed client negotiates.
+// decoder a typed client negotiates; Decoded, Changed and CheckAdopted
+// serve the tests of adoption (they take a testing.TB: the package is
+// imported by tests only).
 package podgen
 
 import (
+	stdjson "encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -244,4 +249,52 @@ func Codec(encoding string) (runtime.Encoder, runtime.Decoder) {
 		return protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), decoder
 	}
 	return json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{}), decoder
+}
+
+// Decoded is p as a client decodes it: from JSON bytes, every string its
+// own.
+func Decoded(t testing.TB, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	b, err := stdjson.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &corev1.Pod{}
+	if err := stdjson.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Changed is Pod i at rv with its first container's image changed, as a
+// client decodes it: a version of Pod i that differs from the others in
+// its resourceVersion and that image.
+func Changed(t testing.TB, i, rv int) *corev1.Pod {
+	p := Pod(i, rv)
+	p.Spec.Containers[0].Image = "registry.example.com/other:v2"
+	return Decoded(t, p)
+}
+
+// CheckAdopted checks that obj holds held's copy of the strings two
+// versions of one Pod (see Changed) have in common, and held's field set
+// if mutable and only then.
+func CheckAdopted(t testing.TB, obj, held *corev1.Pod, mutable bool) {
+	t.Helper()
+	adopted := map[string][2]string{
+		"name":          {obj.Name, held.Name},
+		"uid":           {string(obj.UID), string(held.UID)},
+		"namespace":     {obj.Namespace, held.Namespace},
+		"node":          {obj.Spec.NodeName, held.Spec.NodeName},
+		"sidecar image": {obj.Spec.Containers[1].Image, held.Spec.Containers[1].Image},
+		"owner uid":     {string(obj.OwnerReferences[0].UID), string(held.OwnerReferences[0].UID)},
+		"container id":  {obj.Status.ContainerStatuses[0].ContainerID, held.Status.ContainerStatuses[0].ContainerID},
+	}
+	for what, v := range adopted {
+		if unsafe.StringData(v[0]) != unsafe.StringData(v[1]) {
+			t.Errorf("%s: not the held copy", what)
+		}
+	}
+	if got := unsafe.SliceData(obj.ManagedFields[0].FieldsV1.Raw) == unsafe.SliceData(held.ManagedFields[0].FieldsV1.Raw); got != mutable {
+		t.Errorf("field set adopted = %v, want %v", got, mutable)
+	}
 }

@@ -1,4 +1,4 @@
-package cache
+package lean
 
 import (
 	"hash/maphash"
@@ -6,13 +6,13 @@ import (
 	"sync"
 )
 
-// minShareSpan is the fewest objects a generation of a shareTable spans.
-const minShareSpan = 1024
+// MinSpan is the fewest objects a generation of a Table spans.
+const MinSpan = 1024
 
-// shareTable holds the canonical copy of each value its Reflector's
-// objects had, for ShareStrings, and of each shareable map, for ShareMaps. It is the Reflector's own: its memory
-// goes with the Reflector, and no other Reflector's lookups contend with
-// its own.
+// Table holds the canonical copy of each value its Reflector's objects
+// had, for ShareStrings, and of each shareable map, for ShareMaps. It is
+// one Reflector's own: its memory goes with the Reflector, and no other
+// Reflector's lookups contend with its own.
 //
 // Bounded by generations: the values met while walking the current span
 // objects are in cur, those of the span objects before in prev; once cur
@@ -20,15 +20,16 @@ const minShareSpan = 1024
 // dropped. A value met again moves to cur, so what the live objects keep
 // meeting stays; a value not met for two generations is forgotten (should
 // it come back, it gets a new canonical copy). span is at least the
-// number of objects of the latest sync (see synced), so a relist meets
+// number of objects of the latest sync (see Synced), so a relist meets
 // every value of the cache in the table, and the table holds at most the
 // distinct values of 2×span objects: it follows the size of the cache,
 // not the history of churn through it.
 //
-// A Reflector walks objects from its LIST's goroutine and from its loop
-// goroutine, one after the other; mu makes that safe even should an
+// Concurrency: every method takes mu, so a Table is safe for concurrent
+// use. A Reflector walks objects from its LIST's goroutine and from its
+// loop goroutine, one after the other; mu makes that safe even should an
 // abandoned LIST still be walking.
-type shareTable struct {
+type Table struct {
 	mu sync.Mutex
 	// cur and prev map each value to its canonical copy; curBoxes and
 	// prevBoxes map unstructured values (strings and numbers in an
@@ -46,20 +47,27 @@ type shareTable struct {
 	seed          maphash.Seed
 }
 
-// newShareTable returns a table that shares strings and byte slices.
-func newShareTable() *shareTable { return newShareTableOf(true, false) }
-
-// newShareTableOf returns a table that shares strings and byte slices if
-// strings is set, and shareable maps if maps is.
-func newShareTableOf(strings, maps bool) *shareTable {
-	return &shareTable{
+// NewTable returns a table that shares strings and byte slices if
+// strings is set, and shareable maps if maps is. Maps must not be shared
+// for objects that something may still change in place (a store's
+// transform): the change would reach every object sharing the map.
+func NewTable(strings, maps bool) *Table {
+	return &Table{
 		cur: map[string]string{}, curBoxes: map[any]any{}, curMaps: map[mapID]any{},
-		span: minShareSpan, strings: strings, maps: maps, seed: maphash.MakeSeed(),
+		span: MinSpan, strings: strings, maps: maps, seed: maphash.MakeSeed(),
 	}
 }
 
-// object shares obj's values in place (see shareObjectIn).
-func (t *shareTable) object(obj any) {
+// SharesStrings says whether t shares strings and byte slices.
+func (t *Table) SharesStrings() bool { return t.strings }
+
+// SharesMaps says whether t shares whole maps.
+func (t *Table) SharesMaps() bool { return t.maps }
+
+// Share replaces obj's values, in place, by their canonical copies (see
+// shareObjectIn). obj must not be read by anyone else meanwhile, nor
+// written to afterwards: its values may be shared with other objects.
+func (t *Table) Share(obj any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.walked >= t.span {
@@ -69,16 +77,16 @@ func (t *shareTable) object(obj any) {
 	shareObjectIn(t, obj)
 }
 
-// synced is told that a sync of items objects completed: a generation
+// Synced is told that a sync of items objects completed: a generation
 // spans at least that many objects from now on.
-func (t *shareTable) synced(items int) {
+func (t *Table) Synced(items int) {
 	t.mu.Lock()
-	t.span = max(minShareSpan, items)
+	t.span = max(MinSpan, items)
 	t.mu.Unlock()
 }
 
 // rotate starts a generation.
-func (t *shareTable) rotate() {
+func (t *Table) rotate() {
 	t.prev, t.prevBoxes = t.cur, t.curBoxes
 	t.cur = make(map[string]string, len(t.prev))
 	t.curBoxes = make(map[any]any, len(t.prevBoxes))
@@ -89,7 +97,7 @@ func (t *shareTable) rotate() {
 // canon returns the canonical copy of s, a non-empty string. A new value
 // is copied, so the table never keeps alive memory that s might share
 // with something larger (a decoder's buffer).
-func (t *shareTable) canon(s string) string {
+func (t *Table) canon(s string) string {
 	if c, ok := t.cur[s]; ok {
 		return c
 	}
@@ -103,7 +111,7 @@ func (t *shareTable) canon(s string) string {
 
 // box returns the canonical box of v, a non-empty string, an int64 or a
 // float64 held in an interface.
-func (t *shareTable) box(v any) any {
+func (t *Table) box(v any) any {
 	if c, ok := t.curBoxes[v]; ok {
 		return c
 	}
@@ -119,9 +127,17 @@ func (t *shareTable) box(v any) any {
 	return c
 }
 
-// size is the number of values the table holds, both generations.
-func (t *shareTable) size() int {
+// Size is the number of values and maps the table holds, both
+// generations.
+func (t *Table) Size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.cur) + len(t.prev) + len(t.curBoxes) + len(t.prevBoxes) + len(t.curMaps) + len(t.prevMaps)
+}
+
+// Walked is the number of objects shared in the current generation.
+func (t *Table) Walked() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.walked
 }

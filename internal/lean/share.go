@@ -1,4 +1,4 @@
-package cache
+package lean
 
 import (
 	"reflect"
@@ -7,15 +7,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
-// Sharing equal strings across objects (ReflectorOptions.ShareStrings).
+// Sharing equal strings across objects (the root's
+// ReflectorOptions.ShareStrings).
 //
 // Many strings of the objects of one resource are equal from object to
 // object: label keys and values, image names, node names, namespaces,
 // owner references, managedFields' field sets. Decoded, each object has
 // its own copy of each. shareObjectIn replaces each with a canonical copy
-// from the Reflector's shareTable, so equal values are held once.
+// from the Reflector's Table, so equal values are held once.
 //
 // Why a table of our own rather than the standard library's unique
 // package: unique holds its entries only until the first garbage
@@ -26,7 +29,7 @@ import (
 // (a concurrent trie and a weak pointer) also cost about 100 ns a value,
 // 14 µs for a decoded Pod; a plain map behind one lock per object costs a
 // fraction of that. The table's bound is its generations (see
-// shareTable).
+// Table).
 
 // maxShareDepth bounds the nesting sharing follows (pointers, slices,
 // maps), and maxShareVisits the values it visits in one object, against
@@ -40,7 +43,7 @@ const (
 // walker is one object's walk: the table it shares through, and what is
 // left of its visits.
 type walker struct {
-	t    *shareTable
+	t    *Table
 	left int
 }
 
@@ -58,7 +61,7 @@ func (w *walker) visit(depth int) bool {
 // anyone else meanwhile. Byte slices
 // become shared read-only memory: writing into one would change every
 // object holding it (cached objects must never be written to anyway).
-func shareObjectIn(t *shareTable, obj interface{}) {
+func shareObjectIn(t *Table, obj interface{}) {
 	switch o := obj.(type) {
 	case nil:
 		return
@@ -108,9 +111,9 @@ func (w *walker) apply(s *walkStep, at unsafe.Pointer, depth int) {
 			w.walk(s.elem, q, depth+1)
 		}
 	case walkSlice:
-		h := (*sliceHeader)(at)
-		for i := range uintptr(h.len) {
-			w.walk(s.elem, unsafe.Add(h.data, i*s.size), depth+1)
+		data, n := repr.SliceAt(at)
+		for i := range uintptr(n) {
+			w.walk(s.elem, unsafe.Add(data, i*s.size), depth+1)
 		}
 	case walkArray:
 		for i := range s.n {
@@ -166,7 +169,7 @@ func (w *walker) stringMapAt(p *map[string]string) {
 		return
 	}
 	if w.t.maps {
-		if c := w.t.canonStringMap(m); !sameMap(c, m) {
+		if c := w.t.canonStringMap(m); !repr.SameMap(c, m) {
 			*p = c
 			return
 		}
@@ -182,7 +185,7 @@ func (w *walker) resourceListAt(p *corev1.ResourceList) {
 		return
 	}
 	if w.t.maps {
-		if c := w.t.canonResourceList(m); !sameMap(c, m) {
+		if c := w.t.canonResourceList(m); !repr.SameMap(c, m) {
 			*p = c
 			return
 		}
@@ -294,7 +297,7 @@ func (w *walker) iface(v reflect.Value, depth int) {
 	if v.NumMethod() != 0 || !w.t.strings {
 		return
 	}
-	if c := w.json(e.Interface(), depth); !sameObject(c, e.Interface()) {
+	if c := w.json(e.Interface(), depth); !repr.Same(c, e.Interface()) {
 		v.Set(reflect.ValueOf(&c).Elem())
 	}
 }
@@ -309,7 +312,7 @@ func (w *walker) unstructured(obj map[string]interface{}) {
 		} else {
 			cv = w.json(v, 1)
 		}
-		if unsafe.StringData(ck) != unsafe.StringData(k) || !sameObject(cv, v) {
+		if unsafe.StringData(ck) != unsafe.StringData(k) || !repr.Same(cv, v) {
 			obj[ck] = cv
 		}
 	}
@@ -326,7 +329,7 @@ func (w *walker) jsonFields(m map[string]interface{}, depth int, skip func(strin
 		if skip == nil || !skip(k) {
 			cv = w.json(v, depth+1)
 		}
-		if unsafe.StringData(ck) != unsafe.StringData(k) || !sameObject(cv, v) {
+		if unsafe.StringData(ck) != unsafe.StringData(k) || !repr.Same(cv, v) {
 			m[ck] = cv
 		}
 	}
@@ -351,7 +354,7 @@ func (w *walker) json(v interface{}, depth int) interface{} {
 			return v
 		}
 		for i, e := range x {
-			if c := w.json(e, depth+1); !sameObject(c, e) {
+			if c := w.json(e, depth+1); !repr.Same(c, e) {
 				x[i] = c
 			}
 		}

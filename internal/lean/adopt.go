@@ -1,19 +1,21 @@
-package cache
+package lean
 
 import (
 	"maps"
 	"reflect"
 	"unsafe"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // Adopting a changed object's unchanged values from its held version
-// (part of ReflectorOptions.ReuseHeldObjects).
+// (part of the root's ReflectorOptions.ReuseHeldObjects).
 //
 // When a relist lists an object at another resourceVersion than the one
 // the store holds under its key, most of its values are still what the
 // held version has: a Pod whose status moved keeps its spec, images,
 // labels and managedFields. Until the store's Replace, both versions are
-// alive, each with its own copy of those values. adoptHeld points the
+// alive, each with its own copy of those values. Adopt points the
 // listed object's strings and byte slices at the held version's equal
 // ones, so the listed copy's own become garbage with its page, and the
 // values the two versions share are held once from then on.
@@ -30,12 +32,12 @@ import (
 // object's maps may be its page's, read by others; so unstructured
 // objects, whose content is all maps, adopt nothing.
 
-// adoptHeld replaces, in obj, each non-empty string (and with mutable,
+// Adopt replaces, in obj, each non-empty string (and with mutable,
 // each byte slice and map[string]string) equal to the one at the same
 // place in held by held's, when both are pointers to the same Go type.
 // Slices are paired by index. obj's fields must not be read by anyone
 // else meanwhile; held is only read. Values keep their bytes.
-func adoptHeld(obj, held interface{}, mutable bool) {
+func Adopt(obj, held interface{}, mutable bool) {
 	ov, hv := reflect.ValueOf(obj), reflect.ValueOf(held)
 	if !ov.IsValid() || !hv.IsValid() || ov.Type() != hv.Type() || ov.Kind() != reflect.Pointer {
 		return
@@ -84,12 +86,13 @@ func (a *adopter) step(s *walkStep, obj, held unsafe.Pointer, depth int) {
 			a.walk(s.elem, o, h, depth+1)
 		}
 	case walkSlice:
-		o, h := (*sliceHeader)(obj), (*sliceHeader)(held)
-		if o.data == h.data {
+		o, on := repr.SliceAt(obj)
+		h, hn := repr.SliceAt(held)
+		if o == h {
 			return
 		}
-		for i := range uintptr(min(o.len, h.len)) {
-			a.walk(s.elem, unsafe.Add(o.data, i*s.size), unsafe.Add(h.data, i*s.size), depth+1)
+		for i := range uintptr(min(on, hn)) {
+			a.walk(s.elem, unsafe.Add(o, i*s.size), unsafe.Add(h, i*s.size), depth+1)
 		}
 	case walkArray:
 		for i := range s.n {
@@ -106,7 +109,7 @@ func (a *adopter) step(s *walkStep, obj, held unsafe.Pointer, depth int) {
 // not empty.
 func adoptStringMap(obj, held *map[string]string) {
 	o, h := *obj, *held
-	if len(o) != 0 && len(o) == len(h) && !sameMap(o, h) && maps.Equal(o, h) {
+	if len(o) != 0 && len(o) == len(h) && !repr.SameMap(o, h) && maps.Equal(o, h) {
 		*obj = h
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package lean
 
 import (
 	"bytes"
@@ -13,27 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kreflector/cache/internal/podgen"
+	"github.com/kreflector/cache/internal/repr"
 )
-
-// decodedPod is podgen.Pod i as a client decodes it: from JSON bytes,
-// every string its own (see decodedFrom).
-func decodedPod(t testing.TB, i int) *corev1.Pod {
-	t.Helper()
-	return decodedFrom(t, podgen.Pod(i, i+1))
-}
-
-func decodedUnstructuredPod(t testing.TB, i int) *unstructured.Unstructured {
-	t.Helper()
-	b, err := json.Marshal(podgen.Pod(i, i+1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(append([]byte(`{"apiVersion":"v1","kind":"Pod",`), b[1:]...)); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
 
 // Sharing changes no value: the object is deeply equal to what it was
 // and encodes to the same bytes.
@@ -41,7 +22,7 @@ func TestShareKeepsEveryValue(t *testing.T) {
 	for _, obj := range []interface{}{decodedPod(t, 3), decodedPod(t, 4), decodedUnstructuredPod(t, 5)} {
 		before := deepCopyOf(t, obj)
 		wantJSON, _ := json.Marshal(before)
-		newShareTable().object(obj)
+		NewTable(true, false).Share(obj)
 		if !reflect.DeepEqual(obj, before) {
 			t.Errorf("%T changed by sharing", obj)
 		}
@@ -62,18 +43,6 @@ func deepCopyOf(t *testing.T, obj interface{}) interface{} {
 	return nil
 }
 
-func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
-
-// mapKey returns m's key equal to k, as stored.
-func mapKey[V any](m map[string]V, k string) string {
-	for key := range m {
-		if key == k {
-			return key
-		}
-	}
-	return ""
-}
-
 // Equal strings and byte slices of two typed Pods end up in one copy:
 // label keys and values, images, node names, managedFields' field sets,
 // resource names; each Pod's own name, uid and container IDs are not
@@ -81,9 +50,9 @@ func mapKey[V any](m map[string]V, k string) string {
 func TestShareSharesEqualValues(t *testing.T) {
 	// Pods 0 and 1 are in one ReplicaSet; 0 and podgen.Nodes on one node.
 	a, b, c := decodedPod(t, 0), decodedPod(t, 1), decodedPod(t, podgen.Nodes)
-	tab := newShareTable()
+	tab := NewTable(true, false)
 	for _, p := range []*corev1.Pod{a, b, c} {
-		tab.object(p)
+		tab.Share(p)
 	}
 	checks := map[string]bool{
 		"label value": sameString(a.Labels["app.kubernetes.io/name"], b.Labels["app.kubernetes.io/name"]),
@@ -125,9 +94,9 @@ func resourceKey(l corev1.ResourceList, name corev1.ResourceName) corev1.Resourc
 // boxed values; the own name is left alone.
 func TestShareUnstructured(t *testing.T) {
 	a, b := decodedUnstructuredPod(t, 0), decodedUnstructuredPod(t, 1)
-	tab := newShareTable()
-	tab.object(a)
-	tab.object(b)
+	tab := NewTable(true, false)
+	tab.Share(a)
+	tab.Share(b)
 	label := func(u *unstructured.Unstructured) interface{} {
 		return u.Object["metadata"].(map[string]interface{})["labels"].(map[string]interface{})["app.kubernetes.io/name"]
 	}
@@ -135,10 +104,10 @@ func TestShareUnstructured(t *testing.T) {
 		c := u.Object["spec"].(map[string]interface{})["containers"].([]interface{})[0].(map[string]interface{})
 		return c["ports"].([]interface{})[0].(map[string]interface{})["containerPort"]
 	}
-	if !sameObject(label(a), label(b)) {
+	if !repr.Same(label(a), label(b)) {
 		t.Error("label value: not one boxed string")
 	}
-	if !sameObject(port(a), port(b)) {
+	if !repr.Same(port(a), port(b)) {
 		t.Error("container port: not one boxed number")
 	}
 	if !sameString(mapKey(a.Object, "spec"), mapKey(b.Object, "spec")) {
@@ -163,9 +132,9 @@ func TestSharePlansRecursiveTypes(t *testing.T) {
 		return &cycB{A: &cycA{B: &cycB{A: &cycA{S: strings.Repeat("v", 40)}}}}
 	}
 	b1, b2 := deep(), deep()
-	tab := newShareTable()
-	tab.object(b1)
-	tab.object(b2)
+	tab := NewTable(true, false)
+	tab.Share(b1)
+	tab.Share(b2)
 	if !sameString(b1.A.B.A.S, b2.A.B.A.S) {
 		t.Error("a string reached through the cycle of types was not shared")
 	}
@@ -182,7 +151,7 @@ type selfRef struct {
 func TestShareStopsOnSelfReference(t *testing.T) {
 	l := &selfRef{S: "x"}
 	l.Next, l.L, l.M = l, []*selfRef{l, l}, map[string]*selfRef{"k": l}
-	newShareTable().object(l)
+	NewTable(true, false).Share(l)
 }
 
 // The table's generations: a value met in every generation keeps its
@@ -197,14 +166,14 @@ func TestShareTableGenerations(t *testing.T) {
 		v := "own-" + strconv.Itoa(i)
 		return &pair{Kept: strings.Clone("kept-value"), Own: v, M: map[string]string{"k": strings.Clone(v)}}
 	}
-	tab := newShareTableOf(true, true)
+	tab := NewTable(true, true)
 	first := own(0)
-	tab.object(first)
-	for i := 1; i <= 2*minShareSpan; i++ {
-		tab.object(own(i))
+	tab.Share(first)
+	for i := 1; i <= 2*MinSpan; i++ {
+		tab.Share(own(i))
 	}
 	again := own(0)
-	tab.object(again)
+	tab.Share(again)
 	if !sameString(again.Kept, first.Kept) {
 		t.Error("a value met in every generation got a new canonical copy")
 	}
@@ -213,12 +182,12 @@ func TestShareTableGenerations(t *testing.T) {
 	}
 	// Per object: its own string and its own map; "kept-value" and "k"
 	// once per generation.
-	if n, bound := tab.size(), 2*(2*minShareSpan+2); n > bound {
+	if n, bound := tab.Size(), 2*(2*MinSpan+2); n > bound {
 		t.Errorf("the table holds %d values and maps, more than two generations' %d", n, bound)
 	}
-	tab.synced(5 * minShareSpan)
-	if tab.span != 5*minShareSpan {
-		t.Errorf("a sync of %d objects left the span at %d", 5*minShareSpan, tab.span)
+	tab.Synced(5 * MinSpan)
+	if tab.span != 5*MinSpan {
+		t.Errorf("a sync of %d objects left the span at %d", 5*MinSpan, tab.span)
 	}
 }
 
@@ -231,27 +200,27 @@ func TestShareTableGenerations(t *testing.T) {
 // encoding's "none" time, and the ratio of the two is what sharing adds
 // to a program's cost per event (before the informer's few µs).
 //
-//	go test -run '^$' -bench BenchmarkShareObject -benchmem -count 6 .
+//	go test -run '^$' -bench BenchmarkShareObject -benchmem -count 6 ./internal/lean
 func BenchmarkShareObject(b *testing.B) {
 	for _, enc := range []string{"json", "protobuf"} {
 		b.Run(enc+"/none", func(b *testing.B) { benchShareObject(b, enc, nil) })
-		b.Run(enc+"/strings", func(b *testing.B) { benchShareObject(b, enc, newShareTableOf(true, false)) })
-		b.Run(enc+"/strings+maps", func(b *testing.B) { benchShareObject(b, enc, newShareTableOf(true, true)) })
+		b.Run(enc+"/strings", func(b *testing.B) { benchShareObject(b, enc, NewTable(true, false)) })
+		b.Run(enc+"/strings+maps", func(b *testing.B) { benchShareObject(b, enc, NewTable(true, true)) })
 	}
 }
 
-func benchShareObject(b *testing.B, encoding string, tab *shareTable) {
+func benchShareObject(b *testing.B, encoding string, tab *Table) {
 	const pool = 4 * podgen.PerReplicaSet * 64
-	enc, dec := podgen.Codec(encoding)
+	enc, dec := memCodec(encoding)
 	raw := make([][]byte, pool)
 	for i := range raw {
 		var buf bytes.Buffer
-		if err := enc.Encode(podgen.Pod(i, i+1), &buf); err != nil {
+		if err := enc.Encode(realisticPod(i, i+1), &buf); err != nil {
 			b.Fatal(err)
 		}
 		raw[i] = buf.Bytes()
 		if tab != nil {
-			tab.object(decodedPod(b, i))
+			tab.Share(decodedPod(b, i))
 		}
 	}
 	for i := 0; b.Loop(); i++ {
@@ -260,7 +229,7 @@ func benchShareObject(b *testing.B, encoding string, tab *shareTable) {
 			b.Fatal(err)
 		}
 		if tab != nil {
-			tab.object(obj)
+			tab.Share(obj)
 		}
 	}
 }

@@ -1,16 +1,15 @@
-package cache
+package lean
 
 import (
 	"reflect"
 	"sync"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A plan says where, in a value of one Go type, the strings and byte
-// slices are that sharing (see shareObject) replaces: a list of steps at
+// slices are that sharing (see shareObjectIn) replaces: a list of steps at
 // offsets from the value's address, with the fields of structs held by
 // value laid out flat. Plans are built once per type, through reflection,
 // and cached; walking one needs no reflection except for maps other than
@@ -233,10 +232,4 @@ func (b *planBuilder) computeHoldsStrings(t reflect.Type) bool {
 		}
 	}
 	return false
-}
-
-// sliceHeader is the layout of a slice value.
-type sliceHeader struct {
-	data     unsafe.Pointer
-	len, cap int
 }
