@@ -10,10 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kreflector/cache/internal/podgen"
 )
@@ -24,6 +20,7 @@ var (
 	decodedFrom  = podgen.Decoded
 	changedPod   = podgen.Changed
 	checkAdopted = podgen.CheckAdopted
+	memCodec     = podgen.Codec
 )
 
 // decodedPod is realisticPod i as a client decodes it: from JSON bytes,
@@ -48,15 +45,6 @@ func decodedUnstructuredPod(t testing.TB, i int) *unstructured.Unstructured {
 
 func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-// memCodec encodes and decodes with the content types a typed client
-// negotiates: "json" or "protobuf".
-func memCodec(encoding string) (apiruntime.Encoder, apiruntime.Decoder) {
-	decoder := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
-	if encoding == "protobuf" {
-		return protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), decoder
-	}
-	return kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{}), decoder
-}
 
 // encoded is obj's bytes in enc.
 func encoded(b *testing.B, enc apiruntime.Encoder, obj apiruntime.Object) []byte {
