@@ -45,7 +45,6 @@ func decodedUnstructuredPod(t testing.TB, i int) *unstructured.Unstructured {
 
 func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-
 // encoded is obj's bytes in enc.
 func encoded(b *testing.B, enc apiruntime.Encoder, obj apiruntime.Object) []byte {
 	var buf bytes.Buffer
