@@ -49,6 +49,28 @@
 // ReasonShardIgnored), never silently cached whole. SetShard and
 // WaitForShard (Resharder) reshard a running Reflector or informer.
 //
+// The shard value itself (ranges, parsing, hashing) is package
+// github.com/kreflector/cache/shard; Shard, ReplicaShard and ParseShard
+// here are its names under this package.
+//
+// # Lean objects
+//
+// ReuseHeldObjects (on by default) keeps, on a relist, the object already
+// held for an unchanged one and gives a changed one the held version's
+// copy of every value they still share. ShareStrings and ShareMaps hold
+// equal strings, byte slices and maps once, through a table each Reflector
+// owns and only its goroutine writes; DropManagedFields drops
+// managedFields. Each applies page by page as a LIST arrives. The policy
+// (which objects, in what order, for which stores) is intake.go's; the
+// mechanics are internal/lean's, and internal/repr is the one place that
+// reads Go's runtime representation.
+//
+// # Factories
+//
+// Packages github.com/kreflector/cache/informers and
+// github.com/kreflector/cache/dynamicinformer are client-go's informer
+// factories on this package's informers: change the import path.
+//
 // # Testing
 //
 // Package github.com/kreflector/cache/cachetest is a fake API server, in
