@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"testing"
@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -24,7 +23,7 @@ import (
 // grace period; Synced when data flows after the server recovers.
 func TestHealthFaultInternalErrorStreamsBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newFaultRig(t, cachetest.Options{}, func(r *cache.Reflector) { r.MaxInternalErrorRetryDuration = 5 * time.Minute })
+		g := newFaultRig(t, cachetest.Options{}, func(r *Reflector) { r.MaxInternalErrorRetryDuration = 5 * time.Minute })
 		g.sleepUntil(30 * time.Second)
 		from := g.now()
 		watchesBefore, listsBefore := g.srv.Stats().Calls[cachetest.VerbWatch], g.srv.Stats().Lists
@@ -35,7 +34,7 @@ func TestHealthFaultInternalErrorStreamsBackOff(t *testing.T) {
 			t.Fatalf("%d watch requests in the first 10 s of watches ending with a 500, want at most 6 (a backoff delay between re-watches, not a tight loop)", n)
 		}
 		g.sleepUntil(from + 11*time.Second)
-		g.expectFirstDegraded(from, 10*time.Second, 11*time.Second, cache.ReasonWatchFailing, apierrors.IsInternalError,
+		g.expectFirstDegraded(from, 10*time.Second, 11*time.Second, ReasonWatchFailing, apierrors.IsInternalError,
 			"watches ending with a 500 within MaxInternalErrorRetryDuration")
 		g.sleepUntil(from + time.Minute)
 		if n := g.srv.Stats().Lists - listsBefore; n != 0 {
@@ -44,7 +43,7 @@ func TestHealthFaultInternalErrorStreamsBackOff(t *testing.T) {
 		g.srv.ClearFaults()
 		g.write() // the next re-watch, whenever its backoff ends, replays it
 		g.awaitSynced(3 * time.Minute)
-		g.expect(cache.Synced, cache.ReasonNone, "an event flowed on a re-watch once the server stopped failing watches")
+		g.expect(Synced, ReasonNone, "an event flowed on a re-watch once the server stopped failing watches")
 		g.expectConverged()
 	})
 }

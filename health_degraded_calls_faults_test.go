@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"math/rand/v2"
@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -38,10 +37,10 @@ func TestHealthFaultLongRefusalsDegradeAfterGrace(t *testing.T) {
 				if n := g.srv.Stats().Faults[tc.fault.Kind()]; n != 30 {
 					t.Fatalf("an hour in, %d of 30 watch opens have failed", n)
 				}
-				g.expect(cache.Degraded, tc.reason, "the refusals are over but no data has flowed")
+				g.expect(Degraded, tc.reason, "the refusals are over but no data has flowed")
 				g.write()
 				g.awaitSynced(3 * time.Minute)
-				g.expect(cache.Synced, cache.ReasonNone, "an event flowed after the refusals")
+				g.expect(Synced, ReasonNone, "an event flowed after the refusals")
 				g.expectConverged()
 				g.expectNoEarlyRetries()
 			})
@@ -59,12 +58,12 @@ func TestHealthFaultForbiddenRelist(t *testing.T) {
 		g := newFaultRig(t, cachetest.Options{}, nil)
 		from := g.expire(35*time.Second, cachetest.Forbidden(), 2)
 		g.sleepUntil(from + 2*time.Second)
-		g.expectFirstDegraded(from, 0, 1600*time.Millisecond, cache.ReasonForbidden, apierrors.IsForbidden, "a relist LIST refused with 403")
+		g.expectFirstDegraded(from, 0, 1600*time.Millisecond, ReasonForbidden, apierrors.IsForbidden, "a relist LIST refused with 403")
 		g.awaitSynced(2 * time.Minute)
-		g.expect(cache.Synced, cache.ReasonNone, "a relist LIST succeeded after two 403s")
+		g.expect(Synced, ReasonNone, "a relist LIST succeeded after two 403s")
 		changes := g.changesFrom(from)
 		for _, c := range changes[:len(changes)-1] {
-			if c.h.State != cache.Degraded || c.h.Reason != cache.ReasonForbidden {
+			if c.h.State != Degraded || c.h.Reason != ReasonForbidden {
 				t.Fatalf("between the first 403 and the sync, health was %s(%s) at %v; changes:%s", c.h.State, c.h.Reason, c.at, g.history())
 			}
 		}
@@ -86,11 +85,11 @@ func TestHealthFaultFailingRelistDegradesAfterGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newFaultRig(t, cachetest.Options{}, nil)
 		from := g.expire(35*time.Second, cachetest.InternalError(), 4)
-		g.expectDegradedAfterGrace(from, cache.ReasonListFailing, apierrors.IsInternalError, "a relist failing with 500 after a 410")
+		g.expectDegradedAfterGrace(from, ReasonListFailing, apierrors.IsInternalError, "a relist failing with 500 after a 410")
 		g.awaitSynced(3 * time.Minute)
-		g.expect(cache.Synced, cache.ReasonNone, "a relist LIST succeeded after four 500s")
+		g.expect(Synced, ReasonNone, "a relist LIST succeeded after four 500s")
 		for _, d := range g.degraded(from, nil) {
-			if d.h.Reason != cache.ReasonListFailing || !apierrors.IsInternalError(d.h.LastError) {
+			if d.h.Reason != ReasonListFailing || !apierrors.IsInternalError(d.h.LastError) {
 				t.Fatalf("while the relist failed, health was Degraded(%s) at %v with LastError %v; the latest failure was a LIST's 500; changes:%s",
 					d.h.Reason, d.at, d.h.LastError, g.history())
 			}
@@ -122,18 +121,18 @@ func TestHealthFaultBlockingWatchOpenDegradesAfterGrace(t *testing.T) {
 			t.Fatalf("%d watch calls delayed, want the re-watch", n)
 		}
 		g.sleepUntil(cut + 9*time.Second)
-		g.expect(cache.Synced, cache.ReasonNone, "9 s into a blocked watch open (within the grace period)")
+		g.expect(Synced, ReasonNone, "9 s into a blocked watch open (within the grace period)")
 		g.sleepUntil(cut + 11*time.Second)
-		g.expectFirstDegraded(cut, 10*time.Second, 11*time.Second, cache.ReasonWatchFailing, notNil,
+		g.expectFirstDegraded(cut, 10*time.Second, 11*time.Second, ReasonWatchFailing, notNil,
 			"a watch open blocked for a minute after a clean close (contract (d))")
 		g.sleepUntil(cut + time.Minute + time.Second)
 		if n := g.r.Stats().WatchesOpened; n != 2 {
 			t.Fatalf("%d watches opened 61 s after the cut, want 2 (the blocked one has opened)", n)
 		}
-		g.expect(cache.Degraded, cache.ReasonWatchFailing, "the blocked watch has opened but nothing flowed on it")
+		g.expect(Degraded, ReasonWatchFailing, "the blocked watch has opened but nothing flowed on it")
 		g.write()
 		synctest.Wait()
-		g.expect(cache.Synced, cache.ReasonNone, "an event flowed on the watch")
+		g.expect(Synced, ReasonNone, "an event flowed on the watch")
 		g.expectConverged()
 	})
 }
@@ -154,15 +153,15 @@ func TestHealthDuringSlowRelistAfterCompaction(t *testing.T) {
 		if _, err := cms.Create(t.Context(), seed, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		store := NewStore(MetaNamespaceKeyFunc)
 		start := time.Now()
 		var changes []healthAt
-		r := cache.NewReflectorWithOptions(cms, &corev1.ConfigMap{}, store, cache.ReflectorOptions{
+		r := NewReflectorWithOptions(cms, &corev1.ConfigMap{}, store, ReflectorOptions{
 			Rand:           rand.New(rand.NewPCG(3, 3)),
 			UseWatchList:   ptr.To(false),
-			OnHealthChange: func(h cache.Health) { changes = append(changes, healthAt{h, time.Since(start)}) },
+			OnHealthChange: func(h Health) { changes = append(changes, healthAt{h, time.Since(start)}) },
 		})
-		ctx, stop := runReflector(t, t.Context(), r)
+		ctx, stop := startReflector(t, r)
 		defer stop()
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
@@ -185,15 +184,15 @@ func TestHealthDuringSlowRelistAfterCompaction(t *testing.T) {
 		srv.CloseWatches()
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
-		if h := r.Health(); h.State != cache.Degraded || h.Reason != cache.ReasonWatchFailing {
+		if h := r.Health(); h.State != Degraded || h.Reason != ReasonWatchFailing {
 			t.Fatalf("20 s into a 40 s relist after a 410, health is %v(%s), want Degraded(WatchFailing); changes %v", h.State, h.Reason, changes)
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if h := r.Health(); h.State != cache.Synced {
+		if h := r.Health(); h.State != Synced {
 			t.Fatalf("after the relist, health is %v(%s): %v", h.State, h.Reason, h.LastError)
 		}
-		if n := r.Stats().WatchEnds[cache.WatchExpired]; n != 1 {
+		if n := r.Stats().WatchEnds[WatchExpired]; n != 1 {
 			t.Fatalf("%d watches ended expired, want the re-watch's 410", n)
 		}
 		objs, _ := cms.Objects()
@@ -202,7 +201,7 @@ func TestHealthDuringSlowRelistAfterCompaction(t *testing.T) {
 		}
 		var degradedAt time.Duration
 		for _, c := range changes {
-			if c.h.State == cache.Degraded {
+			if c.h.State == Degraded {
 				degradedAt = c.at - cut
 				break
 			}

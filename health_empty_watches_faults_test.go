@@ -1,11 +1,10 @@
-package cache_test
+package cache
 
 import (
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -52,10 +51,10 @@ func testEmptyWatches(t *testing.T, closeIn time.Duration, syncCanEnd bool) {
 	g.srv.CloseNextWatches(1000, closeIn)
 	g.srv.CloseWatches()
 	g.sleepUntil(from + 15*time.Second)
-	alarms := g.degraded(from, because(cache.ReasonWatchFailing))
+	alarms := g.degraded(from, because(ReasonWatchFailing))
 	// The StaleRVLoop breaker reports at once; the loss is then reported,
 	// and the failures after it refresh its reason, before the grace too.
-	loop := g.degraded(from, because(cache.ReasonStaleRVLoop))
+	loop := g.degraded(from, because(ReasonStaleRVLoop))
 	if len(alarms) > 0 && alarms[0].at-from < 10*time.Second && (len(loop) == 0 || alarms[0].at < loop[0].at) {
 		t.Fatalf("Degraded(WatchFailing) %v into the empty watches, before the grace period; changes:%s", alarms[0].at-from, g.history())
 	}
@@ -69,7 +68,7 @@ func testEmptyWatches(t *testing.T, closeIn time.Duration, syncCanEnd bool) {
 			hint = " (each relist after a very short watch completed a sync; does that end the loss? see the test's comment)"
 		}
 		t.Fatalf("15 s into watches that all close empty %v after opening (%d watch requests, %d relists): no Degraded(WatchFailing) with LastError 10-14 s in%s; changes:%s",
-			closeIn, g.srv.Stats().Calls[cachetest.VerbWatch], st.Lists[cache.ListShortWatch]+st.Lists[cache.ListStaleRVBreaker], hint, g.history())
+			closeIn, g.srv.Stats().Calls[cachetest.VerbWatch], st.Lists[ListShortWatch]+st.Lists[ListStaleRVBreaker], hint, g.history())
 	}
 	g.sleepUntil(from + time.Minute)
 	if n := g.srv.Stats().Calls[cachetest.VerbList] - listsBefore; n > 10 {
@@ -79,7 +78,7 @@ func testEmptyWatches(t *testing.T, closeIn time.Duration, syncCanEnd bool) {
 	g.srv.ClearFaults()
 	g.sleepUntil(from + 65*time.Second)
 	if !syncCanEnd {
-		g.expect(cache.Degraded, cache.ReasonWatchFailing, "a working watch is open again but nothing flowed on it")
+		g.expect(Degraded, ReasonWatchFailing, "a working watch is open again but nothing flowed on it")
 	}
 	g.write()
 	if syncCanEnd {
@@ -88,7 +87,7 @@ func testEmptyWatches(t *testing.T, closeIn time.Duration, syncCanEnd bool) {
 	} else {
 		g.sleepUntil(from + 66*time.Second)
 	}
-	g.expect(cache.Synced, cache.ReasonNone, "an event flowed after the empty watches")
+	g.expect(Synced, ReasonNone, "an event flowed after the empty watches")
 	g.expectConverged()
 	if n := g.srv.Stats().Faults[cachetest.FaultEmptyWatch]; n < 5 {
 		t.Fatalf("only %d empty watches in a minute", n)

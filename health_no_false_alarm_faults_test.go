@@ -1,11 +1,10 @@
-package cache_test
+package cache
 
 import (
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -31,7 +30,7 @@ func TestHealthFaultBriefRefusalsRaiseNoAlarm(t *testing.T) {
 				g.expectNoAlarm(from, "two "+tc.name+" watch opens")
 				g.write()
 				synctest.Wait()
-				g.expect(cache.Synced, cache.ReasonNone, "an event flowed after the burst")
+				g.expect(Synced, ReasonNone, "an event flowed after the burst")
 				g.expectConverged()
 				g.expectNoEarlyRetries()
 			})
@@ -61,7 +60,7 @@ func TestHealthFaultNoFalseAlarms(t *testing.T) {
 			g.sleepUntil(30 * time.Minute)
 			g.expectNoAlarm(0, "30 minutes of a quiet resource")
 			st := g.r.Stats()
-			if st.WatchEnds[cache.WatchClosed] < 3 || st.WatchEnds[cache.WatchStalled] != 0 || g.srv.Stats().Lists != 1 {
+			if st.WatchEnds[WatchClosed] < 3 || st.WatchEnds[WatchStalled] != 0 || g.srv.Stats().Lists != 1 {
 				t.Fatalf("30 minutes in: watch ends %v, %d LISTs; want at least 3 closed at their timeout, none stalled, no relist", st.WatchEnds, g.srv.Stats().Lists)
 			}
 			if g.srv.Stats().Bookmarks == 0 {
@@ -76,7 +75,7 @@ func TestHealthFaultNoFalseAlarms(t *testing.T) {
 			from := g.expire(35*time.Second, cachetest.InternalError(), 0)
 			g.sleepUntil(from + time.Minute)
 			g.expectNoAlarm(0, "a 410 followed by a relist within the grace period")
-			if st := g.r.Stats(); st.WatchEnds[cache.WatchExpired] != 1 || st.Lists[cache.ListExpired] != 1 {
+			if st := g.r.Stats(); st.WatchEnds[WatchExpired] != 1 || st.Lists[ListExpired] != 1 {
 				t.Fatalf("watch ends %v, lists %v; want one 410 and one relist for it", st.WatchEnds, st.Lists)
 			}
 			g.expectConverged()

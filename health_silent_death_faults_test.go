@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -44,12 +43,12 @@ func TestHealthFaultDeadConnectionIsEndedAsStalled(t *testing.T) {
 			t.Fatalf("at %v the store holds every object, though the watch hung at %v and %d writes followed", g.now(), hungAt, g.written-2)
 		}
 		g.sleepUntil(deadline + time.Second)
-		g.expectFirstDegraded(hungAt, 0, deadline-hungAt, cache.ReasonStalled,
-			func(err error) bool { return errors.Is(err, cache.ErrWatchStalled) },
+		g.expectFirstDegraded(hungAt, 0, deadline-hungAt, ReasonStalled,
+			func(err error) bool { return errors.Is(err, ErrWatchStalled) },
 			"a hung watch after a bookmark at 1m0s")
-		g.expect(cache.Synced, cache.ReasonNone, "after the re-watch replayed the missed writes")
+		g.expect(Synced, ReasonNone, "after the re-watch replayed the missed writes")
 		g.expectConverged()
-		if n := g.r.Stats().WatchEnds[cache.WatchStalled]; n != 1 {
+		if n := g.r.Stats().WatchEnds[WatchStalled]; n != 1 {
 			t.Fatalf("%d watches ended as stalled, want 1", n)
 		}
 	})
@@ -73,9 +72,9 @@ func TestHealthSilentDeathFromCachetestFault(t *testing.T) {
 		g.write() // lost with the watch
 		g.sleepUntil(2 * time.Minute)
 		lost := func(err error) bool { return err != nil && strings.Contains(err.Error(), "client connection lost") }
-		g.expectFirstDegraded(31*time.Second, 45*time.Second, 45*time.Second, cache.ReasonWatchFailing, lost,
+		g.expectFirstDegraded(31*time.Second, 45*time.Second, 45*time.Second, ReasonWatchFailing, lost,
 			"a black-holed watch noticed by the transport 45 s in")
-		g.expect(cache.Synced, cache.ReasonNone, "after the relist")
+		g.expect(Synced, ReasonNone, "after the relist")
 		g.expectConverged()
 	})
 }
