@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"flag"
@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -89,16 +88,16 @@ func runChaos(t *testing.T, cfg chaosConfig, seed uint64) chaosRun {
 	})
 	defer srv.Close()
 	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
-	var sk sink = storeSink{cache.NewStore(cache.MetaNamespaceKeyFunc)}
+	var sk sink = storeSink{NewStore(MetaNamespaceKeyFunc)}
 	if cfg.fifo {
 		sk = newFIFOSink()
 	}
 	quiet := logr.Discard()
 	ctx := klog.NewContext(t.Context(), quiet)
-	r := cache.NewReflectorWithOptions(cms, &corev1.ConfigMap{}, sk.store(), cache.ReflectorOptions{
+	r := NewReflectorWithOptions(cms, &corev1.ConfigMap{}, sk.store(), ReflectorOptions{
 		Name: "chaos", Logger: &quiet, UseWatchList: &cfg.watchList, Rand: rand.New(rand.NewPCG(seed, 1)),
 	})
-	_, stop := runReflector(t, ctx, r)
+	_, stop := startRunIn(t, ctx, r.RunWithContext)
 
 	run := chaosRun{writes: workload{t: t, rng: rng, cms: cms}}
 	run.compactions = drive(rng, srv, &run.writes, *chaosOps)
@@ -160,7 +159,7 @@ func settle(cms *cachetest.Resource, sk sink) (time.Duration, cachetest.Divergen
 
 // checkStaysConverged waits a while longer and checks that the sink still
 // matches the server and the Reflector has reached its resourceVersion.
-func checkStaysConverged(t *testing.T, r *cache.Reflector, cms *cachetest.Resource, sk sink) {
+func checkStaysConverged(t *testing.T, r *Reflector, cms *cachetest.Resource, sk sink) {
 	time.Sleep(chaosStableFor)
 	synctest.Wait()
 	objs, rv := cms.Objects()

@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"errors"
@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgocache "k8s.io/client-go/tools/cache"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -59,7 +58,7 @@ func (w *workload) create() {
 }
 
 func (w *workload) update(i int) {
-	ns, name, _ := cache.SplitMetaNamespaceKey(w.keys[i])
+	ns, name, _ := SplitMetaNamespaceKey(w.keys[i])
 	obj, err := w.cms.Get(w.t.Context(), ns, name, metav1.GetOptions{})
 	if err != nil {
 		w.t.Fatalf("workload get %s: %v", w.keys[i], err)
@@ -74,7 +73,7 @@ func (w *workload) update(i int) {
 }
 
 func (w *workload) remove(i int) {
-	ns, name, _ := cache.SplitMetaNamespaceKey(w.keys[i])
+	ns, name, _ := SplitMetaNamespaceKey(w.keys[i])
 	if _, err := w.cms.Delete(w.t.Context(), ns, name, metav1.DeleteOptions{}); err != nil {
 		w.t.Fatalf("workload delete %s: %v", w.keys[i], err)
 	}
@@ -130,7 +129,7 @@ func randomErrorFault(rng *rand.Rand) cachetest.Fault {
 
 // sink is where the Reflector writes, and how a test reads the result.
 type sink interface {
-	store() cache.ReflectorStore
+	store() ReflectorStore
 	// contents returns what a reader of the cache would see.
 	contents() []interface{}
 	// close stops whatever the sink runs and waits for it.
@@ -138,11 +137,11 @@ type sink interface {
 }
 
 // storeSink is our own store.
-type storeSink struct{ s cache.Store }
+type storeSink struct{ s Store }
 
-func (s storeSink) store() cache.ReflectorStore { return s.s }
-func (s storeSink) contents() []interface{}     { return s.s.List() }
-func (s storeSink) close()                      {}
+func (s storeSink) store() ReflectorStore   { return s.s }
+func (s storeSink) contents() []interface{} { return s.s.List() }
+func (s storeSink) close()                  {}
 
 // fifoSink is client-go's DeltaFIFO drained into an indexer, as an
 // informer's processing loop does.
@@ -199,8 +198,8 @@ func (s *fifoSink) apply(deltas clientgocache.Deltas) error {
 	return nil
 }
 
-func (s *fifoSink) store() cache.ReflectorStore { return s.fifo }
-func (s *fifoSink) contents() []interface{}     { return s.indexer.List() }
+func (s *fifoSink) store() ReflectorStore   { return s.fifo }
+func (s *fifoSink) contents() []interface{} { return s.indexer.List() }
 func (s *fifoSink) close() {
 	s.fifo.Close()
 	s.done.Wait()

@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/kreflector/cache"
 )
 
 func fakeConfigMap(ns, name string) *corev1.ConfigMap {
@@ -22,9 +20,9 @@ func fakeConfigMap(ns, name string) *corev1.ConfigMap {
 
 // fakeListWatch is a ListWatch over a fake clientset's typed ConfigMap
 // client, wrapped as client-go's generated informers wrap theirs.
-func fakeListWatch(cs *fake.Clientset) cache.ListerWatcher {
+func fakeListWatch(cs *fake.Clientset) ListerWatcher {
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceAll)
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+	return ToListWatcherWithWatchListSemantics(&ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return cms.List(ctx, o)
 		},
@@ -39,18 +37,18 @@ func fakeListWatch(cs *fake.Clientset) cache.ListerWatcher {
 // sees the fake's writes through its watch.
 func TestInformerOverFakeClientsetSyncs(t *testing.T) {
 	cs := fake.NewClientset(fakeConfigMap("a", "one"), fakeConfigMap("b", "two"))
-	inf := cache.NewSharedIndexInformer(fakeListWatch(cs), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	inf := NewSharedIndexInformer(fakeListWatch(cs), &corev1.ConfigMap{}, 0, Indexers{})
 	added := make(chan string, 8)
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) {
+	if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) {
 		added <- obj.(*corev1.ConfigMap).Name
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stop := runInformerUntil(t, inf)
+	stop := runInformer(t, inf)
 	defer stop()
-	if err := inf.(cache.InformerHealthReporter).WaitForSync(ctx); err != nil {
+	if err := inf.(InformerHealthReporter).WaitForSync(ctx); err != nil {
 		t.Fatalf("WaitForSync over a fake clientset: %v", err)
 	}
 	if n := len(inf.GetStore().ListKeys()); n != 2 {
@@ -70,22 +68,6 @@ func TestInformerOverFakeClientsetSyncs(t *testing.T) {
 	}
 }
 
-// runInformerUntil runs inf until the returned stop is called; stop waits
-// for Run to return.
-func runInformerUntil(t *testing.T, inf cache.SharedIndexInformer) (stop func()) {
-	t.Helper()
-	done := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer close(done)
-		inf.RunWithContext(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
 // A fake clientset's RESTClient is nil: building a ListWatch on it fails
 // at once with a message that says what to do, instead of a nil-pointer
 // panic inside the Reflector at the first LIST.
@@ -97,7 +79,7 @@ func TestListWatchFromFakeRESTClientPanicsClearly(t *testing.T) {
 			t.Fatalf("panic %q does not say that the client is a fake's nor what to use instead", msg)
 		}
 	}()
-	cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll, fields.Everything())
+	NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll, fields.Everything())
 	t.Fatal("NewListWatchFromClient accepted a nil REST client")
 }
 
@@ -105,20 +87,20 @@ func TestListWatchFromFakeRESTClientPanicsClearly(t *testing.T) {
 // objects and the typed indexer reads our indexer.
 func TestTypedInformerOverOurs(t *testing.T) {
 	cs := fake.NewClientset(fakeConfigMap("a", "one"))
-	inf := cache.NewTypedSharedIndexInformer[*corev1.ConfigMap](
-		cache.NewSharedIndexInformer(fakeListWatch(cs), &corev1.ConfigMap{}, 0, cache.Indexers{}))
+	inf := NewTypedSharedIndexInformer[*corev1.ConfigMap](
+		NewSharedIndexInformer(fakeListWatch(cs), &corev1.ConfigMap{}, 0, Indexers{}))
 	got := make(chan *corev1.ConfigMap, 1)
-	if _, err := inf.AddTypedEventHandler(cache.TypedResourceEventHandlerFuncs[*corev1.ConfigMap]{
+	if _, err := inf.AddTypedEventHandler(TypedResourceEventHandlerFuncs[*corev1.ConfigMap]{
 		AddFunc: func(cm *corev1.ConfigMap) { got <- cm },
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := inf.AddTypedIndexers(cache.TypedIndexers[*corev1.ConfigMap]{
+	if err := inf.AddTypedIndexers(TypedIndexers[*corev1.ConfigMap]{
 		"name": func(cm *corev1.ConfigMap) ([]string, error) { return []string{cm.Name}, nil },
 	}); err != nil {
 		t.Fatal(err)
 	}
-	stop := runInformerUntil(t, inf)
+	stop := runInformer(t, inf)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -140,15 +122,15 @@ func TestTypedInformerOverOurs(t *testing.T) {
 // namespace-indexed indexer it returns beside it.
 func TestNamespaceKeyedIndexerAndReflector(t *testing.T) {
 	cs := fake.NewClientset(fakeConfigMap("a", "one"), fakeConfigMap("a", "two"), fakeConfigMap("b", "three"))
-	indexer, r := cache.NewNamespaceKeyedIndexerAndReflector(fakeListWatch(cs), &corev1.ConfigMap{}, 0)
-	ctx, stop := runReflector(t, context.Background(), r)
+	indexer, r := NewNamespaceKeyedIndexerAndReflector(fakeListWatch(cs), &corev1.ConfigMap{}, 0)
+	ctx, stop := startRunIn(t, context.Background(), r.RunWithContext)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := r.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inA, err := indexer.ByIndex(cache.NamespaceIndex, "a")
+	inA, err := indexer.ByIndex(NamespaceIndex, "a")
 	if err != nil || len(inA) != 2 {
 		t.Fatalf("namespace a holds %d objects (%v), want 2", len(inA), err)
 	}

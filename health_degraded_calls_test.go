@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -11,11 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // Degraded when a call blocks or keeps failing past the grace period: LIST,
-// WatchList, watch opens, relists. Scripted calls (cachetest's faults:
-// health_degraded_calls_faults_test.go).
+// WatchList, watch opens, relists. On scripted calls, then on cachetest's
+// server and its faults.
 
 // A request to open a watch that blocks for a minute (the REST client
 // retrying TLS handshakes to a server that is gone) after the server ended
@@ -108,6 +112,204 @@ func TestHealthDegradedWhileWatchListNeverEnds(t *testing.T) {
 		}
 		if h := r.Health(); !errors.Is(h.LastError, errWatchListIncomplete) || !h.HasSynced {
 			t.Fatalf("health %+v", h)
+		}
+	})
+}
+
+// On cachetest's server and its faults.
+
+// A long refusal: thirty watch opens in a row are refused (an overloaded
+// apiserver shedding watches; an apiserver down for many minutes). The
+// loss of touch begins at the first failure and is reported once it has
+// lasted the grace period (10 s), during a backoff, with the latest
+// failure's reason and error, not at the first failure; Synced again when
+// data flows once watches open again.
+func TestHealthFaultLongRefusalsDegradeAfterGrace(t *testing.T) {
+	for _, tc := range refusedWatches {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newFaultRig(t, cachetest.Options{}, nil)
+				from := g.refuseWatches(30, tc.fault)
+				g.expectDegradedAfterGrace(from, tc.reason, tc.is, "thirty "+tc.name+" watch opens")
+				for end := from + time.Hour; g.srv.Stats().Faults[tc.fault.Kind()] < 30 && g.now() < end; {
+					g.sleepUntil(g.now() + 10*time.Second)
+				}
+				if n := g.srv.Stats().Faults[tc.fault.Kind()]; n != 30 {
+					t.Fatalf("an hour in, %d of 30 watch opens have failed", n)
+				}
+				g.expect(Degraded, tc.reason, "the refusals are over but no data has flowed")
+				g.write()
+				g.awaitSynced(3 * time.Minute)
+				g.expect(Synced, ReasonNone, "an event flowed after the refusals")
+				g.expectConverged()
+				g.expectNoEarlyRetries()
+			})
+		})
+	}
+}
+
+// The relist after a 410 is refused with 403 twice (the Reflector's
+// ServiceAccount lost its RBAC rights for a moment, as during a rollout
+// of roles): Degraded(Forbidden) at once, at the first refused LIST (after
+// the first backoff, 0.8-1.6 s), and Synced when a LIST succeeds, with
+// nothing in between (contract (a)).
+func TestHealthFaultForbiddenRelist(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFaultRig(t, cachetest.Options{}, nil)
+		from := g.expire(35*time.Second, cachetest.Forbidden(), 2)
+		g.sleepUntil(from + 2*time.Second)
+		g.expectFirstDegraded(from, 0, 1600*time.Millisecond, ReasonForbidden, apierrors.IsForbidden, "a relist LIST refused with 403")
+		g.awaitSynced(2 * time.Minute)
+		g.expect(Synced, ReasonNone, "a relist LIST succeeded after two 403s")
+		changes := g.changesFrom(from)
+		for _, c := range changes[:len(changes)-1] {
+			if c.h.State != Degraded || c.h.Reason != ReasonForbidden {
+				t.Fatalf("between the first 403 and the sync, health was %s(%s) at %v; changes:%s", c.h.State, c.h.Reason, c.at, g.history())
+			}
+		}
+		if n := g.srv.Stats().Faults[cachetest.FaultForbidden]; n != 2 {
+			t.Fatalf("%d LISTs refused, want 2", n)
+		}
+		g.expectConverged()
+	})
+}
+
+// The relist after a 410 fails with 500 four times (etcd overloaded or
+// being defragmented behind the apiserver) and then succeeds. The 410
+// begins a loss of touch; the failing LISTs continue it. Degraded with
+// the latest failure's reason, ListFailing, and the 500 as LastError, a
+// grace period (10 s) after the 410, not at the first failed LIST, and
+// never with an older reason afterwards; Synced when a LIST succeeds
+// (contract (c)).
+func TestHealthFaultFailingRelistDegradesAfterGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFaultRig(t, cachetest.Options{}, nil)
+		from := g.expire(35*time.Second, cachetest.InternalError(), 4)
+		g.expectDegradedAfterGrace(from, ReasonListFailing, apierrors.IsInternalError, "a relist failing with 500 after a 410")
+		g.awaitSynced(3 * time.Minute)
+		g.expect(Synced, ReasonNone, "a relist LIST succeeded after four 500s")
+		for _, d := range g.degraded(from, nil) {
+			if d.h.Reason != ReasonListFailing || !apierrors.IsInternalError(d.h.LastError) {
+				t.Fatalf("while the relist failed, health was Degraded(%s) at %v with LastError %v; the latest failure was a LIST's 500; changes:%s",
+					d.h.Reason, d.at, d.h.LastError, g.history())
+			}
+		}
+		if n := g.srv.Stats().Faults[cachetest.FaultInternalError]; n != 4 {
+			t.Fatalf("%d LISTs failed, want 4", n)
+		}
+		g.expectConverged()
+	})
+}
+
+// A watch open that blocks: the server closes the watch cleanly (as at a
+// restart) and the re-watch call then sits in flight for a minute (as a
+// REST client retrying TLS handshakes against a server that is not back,
+// or a request stuck in a proxy). Nothing failed before, so the loss of
+// touch begins with the call: Degraded(WatchFailing) a grace period (10 s)
+// after it began, while it is still in flight. When it opens, the watch
+// alone proves nothing; Synced comes when an event flows on it.
+func TestHealthFaultBlockingWatchOpenDegradesAfterGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFaultRig(t, cachetest.Options{}, nil)
+		g.sleepUntil(30 * time.Second)
+		g.srv.Delay(cachetest.VerbWatch, time.Minute)
+		cut := g.now()
+		g.srv.CloseWatches()
+		synctest.Wait()
+		g.srv.Delay(cachetest.VerbWatch, 0) // only the re-watch in flight is slow
+		if n := g.srv.Stats().Faults[cachetest.FaultDelay]; n != 1 {
+			t.Fatalf("%d watch calls delayed, want the re-watch", n)
+		}
+		g.sleepUntil(cut + 9*time.Second)
+		g.expect(Synced, ReasonNone, "9 s into a blocked watch open (within the grace period)")
+		g.sleepUntil(cut + 11*time.Second)
+		g.expectFirstDegraded(cut, 10*time.Second, 11*time.Second, ReasonWatchFailing, notNil,
+			"a watch open blocked for a minute after a clean close (contract (d))")
+		g.sleepUntil(cut + time.Minute + time.Second)
+		if n := g.r.Stats().WatchesOpened; n != 2 {
+			t.Fatalf("%d watches opened 61 s after the cut, want 2 (the blocked one has opened)", n)
+		}
+		g.expect(Degraded, ReasonWatchFailing, "the blocked watch has opened but nothing flowed on it")
+		g.write()
+		synctest.Wait()
+		g.expect(Synced, ReasonNone, "an event flowed on the watch")
+		g.expectConverged()
+	})
+}
+
+// The outage on cachetest's server, on synctest's clock: the
+// watch hangs (a dead connection the client does not notice) while the
+// server moves on and compacts; when the watch finally ends, the re-watch
+// gets 410 and the relist is slow (the server delays every LIST by 40 s).
+// Health goes Degraded(WatchFailing) a grace period into the relist, with
+// the LIST still in flight, and Synced when it completes, with the store
+// equal to the server's state.
+func TestHealthDuringSlowRelistAfterCompaction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cachetest.NewServer(cachetest.Options{})
+		defer srv.Close()
+		cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+		seed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "seed"}}
+		if _, err := cms.Create(t.Context(), seed, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		store := NewStore(MetaNamespaceKeyFunc)
+		start := time.Now()
+		var changes []healthAt
+		r := NewReflectorWithOptions(cms, &corev1.ConfigMap{}, store, ReflectorOptions{
+			Rand:           rand.New(rand.NewPCG(3, 3)),
+			UseWatchList:   ptr.To(false),
+			OnHealthChange: func(h Health) { changes = append(changes, healthAt{h, time.Since(start)}) },
+		})
+		ctx, stop := startReflector(t, r)
+		defer stop()
+		if err := r.WaitForSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		srv.HangWatches()
+		for _, name := range []string{"a", "b", "c"} {
+			if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := srv.Compact(srv.ResourceVersion()); err != nil {
+			t.Fatal(err)
+		}
+		srv.Delay(cachetest.VerbList, 40*time.Second)
+		// Hung longer than the grace period, so its end is not taken for a
+		// watch that came back empty: what follows is the 410's doing.
+		time.Sleep(30 * time.Second)
+		cut := time.Since(start)
+		srv.CloseWatches()
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if h := r.Health(); h.State != Degraded || h.Reason != ReasonWatchFailing {
+			t.Fatalf("20 s into a 40 s relist after a 410, health is %v(%s), want Degraded(WatchFailing); changes %v", h.State, h.Reason, changes)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if h := r.Health(); h.State != Synced {
+			t.Fatalf("after the relist, health is %v(%s): %v", h.State, h.Reason, h.LastError)
+		}
+		if n := r.Stats().WatchEnds[WatchExpired]; n != 1 {
+			t.Fatalf("%d watches ended expired, want the re-watch's 410", n)
+		}
+		objs, _ := cms.Objects()
+		if d := cachetest.Compare(objs, store.List()); !d.Empty() {
+			t.Fatalf("store after the relist: %s", d)
+		}
+		var degradedAt time.Duration
+		for _, c := range changes {
+			if c.h.State == Degraded {
+				degradedAt = c.at - cut
+				break
+			}
+		}
+		// The relist starts after the first backoff (0.8-1.6 s); the loss
+		// starts at the 410 and is reported a grace period (10 s) later.
+		if degradedAt < 10*time.Second || degradedAt > 12*time.Second {
+			t.Fatalf("Degraded %v after the watch was cut, want about 10 s (the grace period); changes %v", degradedAt, changes)
 		}
 	})
 }

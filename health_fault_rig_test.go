@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/ptr"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -28,8 +27,8 @@ type faultRig struct {
 	t     *testing.T
 	srv   *cachetest.Server
 	cms   *cachetest.Resource
-	store cache.Store
-	r     *cache.Reflector
+	store Store
+	r     *Reflector
 	start time.Time
 
 	mu      sync.Mutex
@@ -41,14 +40,14 @@ type faultRig struct {
 // ConfigMap on the server, and returns once the Reflector has synced and
 // its watch is open. tune, if set, adjusts the Reflector before it runs.
 // The Reflector is stopped and the server closed when t ends.
-func newFaultRig(t *testing.T, opts cachetest.Options, tune func(*cache.Reflector)) *faultRig {
+func newFaultRig(t *testing.T, opts cachetest.Options, tune func(*Reflector)) *faultRig {
 	t.Helper()
 	g := &faultRig{t: t, srv: cachetest.NewServer(opts), start: time.Now()}
 	t.Cleanup(g.srv.Close)
 	g.cms = g.srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
 	g.write()
-	g.store = cache.NewStore(cache.MetaNamespaceKeyFunc)
-	g.r = cache.NewReflectorWithOptions(g.cms, &corev1.ConfigMap{}, g.store, cache.ReflectorOptions{
+	g.store = NewStore(MetaNamespaceKeyFunc)
+	g.r = NewReflectorWithOptions(g.cms, &corev1.ConfigMap{}, g.store, ReflectorOptions{
 		Name:           "configmaps",
 		Rand:           rand.New(rand.NewPCG(7, 7)),
 		UseWatchList:   ptr.To(false),
@@ -57,7 +56,7 @@ func newFaultRig(t *testing.T, opts cachetest.Options, tune func(*cache.Reflecto
 	if tune != nil {
 		tune(g.r)
 	}
-	runReflector(t, context.Background(), g.r)
+	startRunIn(t, context.Background(), g.r.RunWithContext)
 	if err := g.r.WaitForSync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +64,7 @@ func newFaultRig(t *testing.T, opts cachetest.Options, tune func(*cache.Reflecto
 	return g
 }
 
-func (g *faultRig) record(h cache.Health) {
+func (g *faultRig) record(h Health) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.changes = append(g.changes, healthAt{h, h.Since.Sub(g.start)})
@@ -101,7 +100,7 @@ func (g *faultRig) history() string {
 	var b strings.Builder
 	for _, c := range g.changes {
 		fmt.Fprintf(&b, "\n  %v %s(%s)", c.at, c.h.State, c.h.Reason)
-		if c.h.State == cache.Degraded {
+		if c.h.State == Degraded {
 			fmt.Fprintf(&b, ": %v", c.h.LastError)
 		}
 	}
@@ -110,12 +109,12 @@ func (g *faultRig) history() string {
 
 // degraded returns the Degraded changes recorded from from on (times
 // since the rig started) for which keep, if set, holds.
-func (g *faultRig) degraded(from time.Duration, keep func(cache.Health) bool) []healthAt {
+func (g *faultRig) degraded(from time.Duration, keep func(Health) bool) []healthAt {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []healthAt
 	for _, c := range g.changes {
-		if c.h.State == cache.Degraded && c.at >= from && (keep == nil || keep(c.h)) {
+		if c.h.State == Degraded && c.at >= from && (keep == nil || keep(c.h)) {
 			out = append(out, c)
 		}
 	}
@@ -123,14 +122,14 @@ func (g *faultRig) degraded(from time.Duration, keep func(cache.Health) bool) []
 }
 
 // because keeps the changes with reason.
-func because(reason cache.DegradedReason) func(cache.Health) bool {
-	return func(h cache.Health) bool { return h.Reason == reason }
+func because(reason DegradedReason) func(Health) bool {
+	return func(h Health) bool { return h.Reason == reason }
 }
 
 // expectFirstDegraded fails the test unless the first Degraded change from
 // from on has reason and an error errOK accepts, and came between lo and
 // hi after from (inclusive).
-func (g *faultRig) expectFirstDegraded(from, lo, hi time.Duration, reason cache.DegradedReason, errOK func(error) bool, what string) {
+func (g *faultRig) expectFirstDegraded(from, lo, hi time.Duration, reason DegradedReason, errOK func(error) bool, what string) {
 	g.t.Helper()
 	all := g.degraded(from, nil)
 	if len(all) == 0 {
@@ -151,7 +150,7 @@ func (g *faultRig) expectFirstDegraded(from, lo, hi time.Duration, reason cache.
 // began at from raised no alarm for its first 9 s (within the grace period,
 // 10 s) and was reported by its 11th second, the first Degraded change
 // having reason and a LastError errOK accepts. It sleeps until from+11s.
-func (g *faultRig) expectDegradedAfterGrace(from time.Duration, reason cache.DegradedReason, errOK func(error) bool, what string) {
+func (g *faultRig) expectDegradedAfterGrace(from time.Duration, reason DegradedReason, errOK func(error) bool, what string) {
 	g.t.Helper()
 	g.sleepUntil(from + 9*time.Second)
 	g.expectNoAlarm(from, "the first 9 s of "+what+" (within the grace period)")
@@ -161,7 +160,7 @@ func (g *faultRig) expectDegradedAfterGrace(from time.Duration, reason cache.Deg
 
 // expect fails the test unless health is state (with reason when
 // Degraded) now; when says what the moment is.
-func (g *faultRig) expect(state cache.HealthState, reason cache.DegradedReason, when string) {
+func (g *faultRig) expect(state HealthState, reason DegradedReason, when string) {
 	g.t.Helper()
 	h := g.r.Health()
 	if h.State != state || h.Reason != reason {
@@ -173,7 +172,7 @@ func (g *faultRig) expect(state cache.HealthState, reason cache.DegradedReason, 
 // awaitSynced sleeps, a second at a time, until health is Synced or
 // within has passed.
 func (g *faultRig) awaitSynced(within time.Duration) {
-	for end := g.now() + within; g.r.Health().State != cache.Synced && g.now() < end; {
+	for end := g.now() + within; g.r.Health().State != Synced && g.now() < end; {
 		g.sleepUntil(g.now() + time.Second)
 	}
 }
@@ -210,11 +209,11 @@ func (g *faultRig) expectNoAlarm(from time.Duration, what string) {
 var refusedWatches = []struct {
 	name   string
 	fault  cachetest.Fault
-	reason cache.DegradedReason
+	reason DegradedReason
 	is     func(error) bool
 }{
-	{"429", cachetest.TooManyRequests(time.Second), cache.ReasonThrottled, apierrors.IsTooManyRequests},
-	{"refused", cachetest.ConnectionRefused(), cache.ReasonUnreachable, utilnet.IsConnectionRefused},
+	{"429", cachetest.TooManyRequests(time.Second), ReasonThrottled, apierrors.IsTooManyRequests},
+	{"refused", cachetest.ConnectionRefused(), ReasonUnreachable, utilnet.IsConnectionRefused},
 }
 
 // refuseWatches cuts the rig's watch 30 s in, the next n watch opens
@@ -276,6 +275,6 @@ func notNil(err error) bool { return err != nil }
 
 // healthAt is a health change and when (since the test began) it came.
 type healthAt struct {
-	h  cache.Health
+	h  Health
 	at time.Duration
 }

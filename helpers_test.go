@@ -28,9 +28,6 @@ func startRun(t testing.TB, run func(context.Context)) (ctx context.Context, sto
 	return startRunIn(t, t.Context(), run)
 }
 
-// StartRunIn is startRunIn for the tests of package cache_test.
-var StartRunIn = startRunIn
-
 // startRunIn is the tests' one runner: run in its own goroutine, with a
 // context derived from parent, until stop is called or the test ends
 // (through t.Cleanup, so inside a synctest bubble too). ctx is the run's

@@ -1,4 +1,4 @@
-package cache_test
+package cache
 
 import (
 	"math/rand/v2"
@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 )
 
@@ -24,12 +23,12 @@ func TestQuietResourceIsNotStalled(t *testing.T) {
 		srv := cachetest.NewServer(cachetest.Options{})
 		defer srv.Close()
 		cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
-		var changes []cache.Health
-		r := cache.NewReflectorWithOptions(cms, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{
+		var changes []Health
+		r := NewReflectorWithOptions(cms, &corev1.ConfigMap{}, NewStore(MetaNamespaceKeyFunc), ReflectorOptions{
 			Rand:           rand.New(rand.NewPCG(7, 7)),
-			OnHealthChange: func(h cache.Health) { changes = append(changes, h) },
+			OnHealthChange: func(h Health) { changes = append(changes, h) },
 		})
-		ctx, stop := runReflector(t, t.Context(), r)
+		ctx, stop := startReflector(t, r)
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -47,11 +46,11 @@ func TestQuietResourceIsNotStalled(t *testing.T) {
 		if st.WatchesOpened < 12 {
 			t.Fatalf("%d watches in two hours: want one every 5-10 minutes", st.WatchesOpened)
 		}
-		if n := st.WatchEnds[cache.WatchStalled]; n != 0 {
+		if n := st.WatchEnds[WatchStalled]; n != 0 {
 			t.Fatalf("%d watches on a quiet resource ended as stalled", n)
 		}
 		for _, h := range changes {
-			if h.State != cache.Synced {
+			if h.State != Synced {
 				t.Fatalf("health went %v(%s) on a quiet resource: %v", h.State, h.Reason, h.LastError)
 			}
 		}
