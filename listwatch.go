@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -179,13 +178,4 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 // way; do the same for a ListWatch over a fake clientset's typed client.
 func ToListWatcherWithWatchListSemantics(lw *ListWatch, client any) ListerWatcher {
 	return clientgocache.ToListWatcherWithWatchListSemantics(lw, client)
-}
-
-// isNil reports whether v is nil or holds a nil pointer.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

@@ -189,9 +189,18 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 
 // mustBeSet panics if v, a required argument, is nil or a nil pointer.
 func mustBeSet(v any, what string) {
-	if v == nil || reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+	if isNil(v) {
 		panic("cache: NewReflector called with a nil " + what)
 	}
+}
+
+// isNil reports whether v is nil or holds a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Name returns the reflector's name.
