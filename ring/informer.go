@@ -1,0 +1,180 @@
+package ring
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/shard"
+)
+
+// Informer is a shared index informer of this package's root whose cache
+// follows the ring: it caches the buckets this replica owns, acquires or
+// releases, and delivers events to its handlers only for the buckets it
+// holds the handling right for. Make one with Ring.NewInformer.
+//
+// Handlers see:
+//   - events of held buckets, as any informer delivers them;
+//   - on acquiring buckets, an add (isInInitialList false) for every
+//     object of them in the cache, serialised with the informer's own
+//     calls; an update or delete of one of those objects may come just
+//     before or after its add;
+//   - on releasing, nothing: no delete, since the objects still exist and
+//     another replica now handles them. A reconciler that queued a key
+//     before the release asks HandlesKey before acting on it.
+type Informer struct {
+	clientgocache.SharedIndexInformer
+	ring *Ring
+
+	mu       sync.Mutex
+	handlers map[clientgocache.ResourceEventHandlerRegistration]*gatedHandler
+	running  bool
+	shard    cacheShard
+}
+
+// cacheShard is the shard an informer was last given, if any.
+type cacheShard struct {
+	set set
+	ok  bool
+}
+
+// NewInformer has client-go's NewSharedIndexInformer signature (and
+// controller-runtime's cache.Options.NewInformer type): one line makes
+// every informer of a controller-runtime cache or of a SharedInformerFactory
+// (through InformerFor) a ring informer. The informer starts listing once
+// the ring has planned this replica's buckets, filters locally if the
+// server ignores shard selectors (said in Status), and is resharded as
+// buckets move.
+func (r *Ring) NewInformer(lw clientgocache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers clientgocache.Indexers) clientgocache.SharedIndexInformer {
+	inf := &Informer{
+		SharedIndexInformer: cache.NewSharedIndexInformer(lw, obj, resync, indexers),
+		ring:                r,
+		handlers:            map[clientgocache.ResourceEventHandlerRegistration]*gatedHandler{},
+	}
+	r.reg.add(inf)
+	return inf
+}
+
+// Run waits until the ring has planned this replica's buckets, then runs
+// the informer with them as its shard until stopCh closes.
+func (i *Informer) Run(stopCh <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	i.RunWithContext(ctx)
+}
+
+// RunWithContext is Run until ctx ends.
+func (i *Informer) RunWithContext(ctx context.Context) {
+	if !i.ring.reg.start(ctx, i) {
+		return
+	}
+	i.SharedIndexInformer.RunWithContext(ctx)
+}
+
+// AddEventHandler registers h behind the ring's handling gate.
+func (i *Informer) AddEventHandler(h clientgocache.ResourceEventHandler) (clientgocache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandlerWithOptions(h, clientgocache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod registers h behind the gate.
+func (i *Informer) AddEventHandlerWithResyncPeriod(h clientgocache.ResourceEventHandler, p time.Duration) (clientgocache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandlerWithOptions(h, clientgocache.HandlerOptions{ResyncPeriod: &p})
+}
+
+// AddEventHandlerWithOptions registers h behind the gate.
+func (i *Informer) AddEventHandlerWithOptions(h clientgocache.ResourceEventHandler, o clientgocache.HandlerOptions) (clientgocache.ResourceEventHandlerRegistration, error) {
+	g := &gatedHandler{ring: i.ring, inner: h}
+	reg, err := i.SharedIndexInformer.AddEventHandlerWithOptions(g, o)
+	if err != nil {
+		return nil, err
+	}
+	i.mu.Lock()
+	i.handlers[reg] = g
+	i.mu.Unlock()
+	return reg, nil
+}
+
+// RemoveEventHandler removes a handler added through this informer.
+func (i *Informer) RemoveEventHandler(reg clientgocache.ResourceEventHandlerRegistration) error {
+	i.mu.Lock()
+	delete(i.handlers, reg)
+	i.mu.Unlock()
+	return i.SharedIndexInformer.RemoveEventHandler(reg)
+}
+
+// HandlesKey says whether this replica handles the object the informer
+// caches under key ("namespace/name"): for a namespace-keyed ring, by the
+// key's namespace; otherwise by the cached object's uid (false when the
+// object is not in the cache).
+func (i *Informer) HandlesKey(key string) bool {
+	if i.ring.cfg.Key != shard.ByNamespace {
+		obj, ok, err := i.GetIndexer().GetByKey(key)
+		return err == nil && ok && i.ring.Handles(obj)
+	}
+	ns, _, err := clientgocache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return false
+	}
+	return i.ring.gate.holds(bucketOf(hashString(ns), i.ring.cfg.Buckets))
+}
+
+// gatedHandler passes the informer's calls to inner only for objects of
+// buckets the gate holds open, one call at a time.
+type gatedHandler struct {
+	ring  *Ring
+	inner clientgocache.ResourceEventHandler
+	mu    sync.Mutex
+}
+
+func (h *gatedHandler) OnAdd(obj interface{}, initial bool) {
+	h.deliver(obj, func() { h.inner.OnAdd(obj, initial) })
+}
+
+func (h *gatedHandler) OnUpdate(old, obj interface{}) {
+	h.deliver(obj, func() { h.inner.OnUpdate(old, obj) })
+}
+
+func (h *gatedHandler) OnDelete(obj interface{}) {
+	h.deliver(obj, func() { h.inner.OnDelete(obj) })
+}
+
+func (h *gatedHandler) deliver(obj interface{}, call func()) {
+	b, ok := h.ring.bucket(obj)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring.gate.call(b, call)
+}
+
+// Handles says whether this replica handles obj (an object, or a
+// DeletedFinalStateUnknown holding one) now: whether its bucket is open.
+func (r *Ring) Handles(obj interface{}) bool {
+	b, ok := r.bucket(obj)
+	return ok && r.gate.holds(b)
+}
+
+// bucket places obj (or the object a tombstone holds).
+func (r *Ring) bucket(obj interface{}) (int, bool) {
+	if t, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, false
+	}
+	return bucketOf(r.cfg.Key.Hash(m), r.cfg.Buckets), true
+}

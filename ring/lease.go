@@ -1,0 +1,121 @@
+package ring
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// What a member's Lease carries beyond coordination.k8s.io/v1's spec.
+const (
+	// LabelRing names the ring a Lease is a member of; members list the
+	// ring by it.
+	LabelRing = "ring.kreflector.io/name"
+	// AnnotationHeld is the set of buckets whose handling right the
+	// member holds, hex, bucket 0 first (see set.encode).
+	AnnotationHeld = "ring.kreflector.io/held"
+	// AnnotationBuckets is the ring's bucket count; members of one ring
+	// must agree on it.
+	AnnotationBuckets = "ring.kreflector.io/buckets"
+	// AnnotationLeaving marks a member on its way out: it counts for no
+	// quota, and what it still holds is released before its Lease goes.
+	AnnotationLeaving = "ring.kreflector.io/leaving"
+)
+
+// member is one Lease of the ring as read, and what it says.
+type member struct {
+	name     string // the Lease's name
+	identity string // spec.holderIdentity
+	// version tells one write of the Lease from another: its
+	// resourceVersion and renew time.
+	version  string
+	rv       string
+	held     set
+	leaving  bool
+	duration time.Duration
+}
+
+// readMember decodes a ring Lease of a ring of n buckets.
+func readMember(l *coordinationv1.Lease, n int) (member, error) {
+	m := member{name: l.Name, rv: l.ResourceVersion, duration: time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second}
+	m.version = l.ResourceVersion
+	if t := l.Spec.RenewTime; t != nil {
+		m.version += "@" + t.UTC().Format(time.RFC3339Nano)
+	}
+	m.identity = ptr.Deref(l.Spec.HolderIdentity, "")
+	if got := l.Annotations[AnnotationBuckets]; got != strconv.Itoa(n) {
+		return m, fmt.Errorf("%w: Lease %s has %s=%q, this replica uses %d", ErrMisconfigured, l.Name, AnnotationBuckets, got, n)
+	}
+	held, err := decodeSet(l.Annotations[AnnotationHeld], n)
+	if err != nil {
+		return m, fmt.Errorf("%w: Lease %s: %w", ErrMisconfigured, l.Name, err)
+	}
+	m.held = held
+	m.leaving = l.Annotations[AnnotationLeaving] == "true"
+	return m, nil
+}
+
+// writeLease sets on l what this member publishes: identity, duration,
+// renew time, held buckets and whether it is leaving.
+func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, held set, leaving bool) {
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Labels[LabelRing] = r.cfg.Name
+	l.Annotations[AnnotationBuckets] = strconv.Itoa(r.cfg.Buckets)
+	l.Annotations[AnnotationHeld] = held.encode()
+	if leaving {
+		l.Annotations[AnnotationLeaving] = "true"
+	}
+	l.Spec.HolderIdentity = ptr.To(r.cfg.Identity)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.LeaseDuration / time.Second))
+	t := metav1.NewMicroTime(now)
+	if l.Spec.AcquireTime == nil {
+		l.Spec.AcquireTime = &t
+	}
+	l.Spec.RenewTime = &t
+}
+
+// observer tells live Leases from expired ones the way client-go's leader
+// election does: by when this replica last saw a Lease change (its
+// resourceVersion), on its own clock, never by the renew time written on
+// another machine's clock. A Lease unchanged for its duration has expired.
+type observer struct {
+	seen map[string]sighting
+}
+
+type sighting struct {
+	version string
+	at      time.Time
+}
+
+// see records the Leases of one read at time now and forgets the others.
+func (o *observer) see(now time.Time, ms []member) {
+	next := make(map[string]sighting, len(ms))
+	for _, m := range ms {
+		s, ok := o.seen[m.name]
+		if !ok || s.version != m.version {
+			s = sighting{version: m.version, at: now}
+		}
+		next[m.name] = s
+	}
+	o.seen = next
+}
+
+// expired says whether m has not changed for its lease duration.
+func (o *observer) expired(now time.Time, m member) bool {
+	s, ok := o.seen[m.name]
+	return ok && now.Sub(s.at) > m.duration
+}
+
+// since returns how long ago m last changed.
+func (o *observer) since(now time.Time, m member) time.Duration {
+	return now.Sub(o.seen[m.name].at)
+}

@@ -1,0 +1,159 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/kreflector/cache"
+)
+
+// registry holds the ring's informers and the cache set they follow. The
+// loop writes the set; informers read it when they start.
+type registry struct {
+	ring *Ring
+
+	mu    sync.Mutex
+	infs  []*Informer
+	cache cacheShard
+	// planned is closed once the first non-empty cache set is known.
+	planned chan struct{}
+}
+
+func (g *registry) add(i *Informer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.infs = append(g.infs, i)
+}
+
+func (g *registry) plannedCh() chan struct{} {
+	if g.planned == nil {
+		g.planned = make(chan struct{})
+	}
+	return g.planned
+}
+
+// start waits until there is a cache set, gives it to i as its shard
+// and marks i running, or returns false when ctx ends first. Done under
+// the registry's lock, so no later cache set can miss i.
+func (g *registry) start(ctx context.Context, i *Informer) bool {
+	g.mu.Lock()
+	ch := g.plannedCh()
+	g.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.cache.set.clone()
+	sh, _ := shardOf(s, g.ring.cfg.Key)
+	o := cache.ReflectorOptions{Shard: &sh, ShardFilterLocally: true}
+	if err := i.SharedIndexInformer.(cache.ReflectorConfigurable).SetReflectorOptions(o); err != nil {
+		panic(fmt.Sprintf("ring: an informer of the ring was started outside it: %v", err))
+	}
+	i.mu.Lock()
+	i.running, i.shard = true, cacheShard{set: s, ok: true}
+	i.mu.Unlock()
+	return true
+}
+
+// setCache gives every running informer the shard of s, if it changed.
+// The empty set keeps the previous shard (no Shard expresses "nothing";
+// the gate holds nothing open then anyway).
+func (g *registry) setCache(s set) {
+	if s.len() == 0 {
+		return
+	}
+	g.mu.Lock()
+	if g.cache.ok && g.cache.set.equal(s) {
+		g.mu.Unlock()
+		return
+	}
+	first := !g.cache.ok
+	g.cache = cacheShard{set: s.clone(), ok: true}
+	if first {
+		close(g.plannedCh())
+	}
+	infs := append([]*Informer(nil), g.infs...)
+	g.mu.Unlock()
+	sh, _ := shardOf(s, g.ring.cfg.Key)
+	for _, i := range infs {
+		i.reshard(s, sh, g.ring)
+	}
+}
+
+// reshard moves a running informer to shard sh (of set s).
+func (i *Informer) reshard(s set, sh cache.Shard, r *Ring) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.running || i.shard.set.equal(s) {
+		return
+	}
+	if err := i.SharedIndexInformer.(cache.Resharder).SetShard(sh); err != nil {
+		r.stat.failed(err)
+		return
+	}
+	i.shard = cacheShard{set: s.clone(), ok: true}
+}
+
+// cached says whether every running informer's cache holds the buckets
+// of s, waiting at most d.
+func (g *registry) cached(ctx context.Context, s set, d time.Duration) bool {
+	sh, ok := shardOf(s, g.ring.cfg.Key)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for _, i := range g.running() {
+		if err := i.SharedIndexInformer.(cache.Resharder).WaitForShard(ctx, sh); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *registry) running() []*Informer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*Informer
+	for _, i := range g.infs {
+		i.mu.Lock()
+		if i.running {
+			out = append(out, i)
+		}
+		i.mu.Unlock()
+	}
+	return out
+}
+
+// acquired delivers an add for every cached object of the buckets of s to
+// every handler of every running informer.
+func (g *registry) acquired(s set) {
+	for _, i := range g.running() {
+		i.mu.Lock()
+		hs := make([]*gatedHandler, 0, len(i.handlers))
+		for _, h := range i.handlers {
+			hs = append(hs, h)
+		}
+		i.mu.Unlock()
+		for _, obj := range i.GetStore().List() {
+			if b, ok := g.ring.bucket(obj); ok && s.has(b) {
+				for _, h := range hs {
+					h.OnAdd(obj, false)
+				}
+			}
+		}
+	}
+}
+
+// hashString is FNV-1a of s, as the server hashes a namespace.
+func hashString(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}

@@ -1,0 +1,253 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/cachetest"
+)
+
+// rig is a ring test's world: one fake API server holding ConfigMaps, one
+// fake clientset holding the ring's Leases, replicas joining and leaving,
+// and a sampler that checks at every tick that no object is handled by two
+// replicas and measures how long each went without one.
+type rig struct {
+	t       *testing.T
+	ctx     context.Context
+	srv     *cachetest.Server
+	cms     *cachetest.Resource
+	leases  *fake.Clientset
+	objects []runtime.Object
+
+	mu       sync.Mutex
+	replicas map[string]*replica
+	// unowned is how long each object has been without a handler now;
+	// longest the longest such stretch seen, and twice counts samples with
+	// an object handled by two replicas.
+	unowned map[string]time.Duration
+	longest time.Duration
+	twice   int
+}
+
+// replica is one member: its ring, its informer, its handler's log and
+// the switch that black-holes its Lease calls.
+type replica struct {
+	name   string
+	ring   *Ring
+	inf    *Informer
+	cancel context.CancelFunc
+	done   chan struct{}
+	holes  *blackHole
+
+	mu   sync.Mutex
+	adds map[string]int
+}
+
+const tick = 100 * time.Millisecond
+
+func newRig(t *testing.T, ctx context.Context, objects int) *rig {
+	srv := cachetest.NewServer(cachetest.Options{})
+	t.Cleanup(srv.Close)
+	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+	g := &rig{t: t, ctx: ctx, srv: srv, cms: cms, leases: fake.NewClientset(), replicas: map[string]*replica{}, unowned: map[string]time.Duration{}}
+	for i := range objects {
+		obj, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.objects = append(g.objects, obj)
+	}
+	return g
+}
+
+// join starts a replica named name.
+func (g *rig) join(name string) *replica {
+	g.t.Helper()
+	rp := &replica{name: name, done: make(chan struct{}), holes: &blackHole{}, adds: map[string]int{}}
+	r, err := New(Config{Client: rp.holes.wrap(g.leases.CoordinationV1()), Namespace: "ring", Name: "test", Identity: name, Buckets: 64})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	rp.ring = r
+	rp.inf = r.NewInformer(g.cms.Namespace("default"), &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
+	if _, err := rp.inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{AddFunc: rp.added}); err != nil {
+		g.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(g.ctx)
+	rp.cancel = cancel
+	go func() {
+		defer close(rp.done)
+		var wg sync.WaitGroup
+		wg.Go(func() { rp.inf.RunWithContext(ctx) })
+		_ = r.Run(ctx)
+		wg.Wait()
+	}()
+	g.mu.Lock()
+	g.replicas[name] = rp
+	g.mu.Unlock()
+	return rp
+}
+
+func (rp *replica) added(obj interface{}) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.adds[obj.(*corev1.ConfigMap).Name]++
+}
+
+// leave stops a replica gracefully and waits until it has left.
+func (g *rig) leave(name string) {
+	g.mu.Lock()
+	rp := g.replicas[name]
+	delete(g.replicas, name)
+	g.mu.Unlock()
+	rp.cancel()
+	g.sampleUntil(rp.done)
+}
+
+// sampleUntil samples every tick until done is closed.
+func (g *rig) sampleUntil(done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(tick):
+			g.sample()
+		}
+	}
+}
+
+// sample checks the handling of every object at this instant.
+func (g *rig) sample() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, obj := range g.objects {
+		name := obj.(*corev1.ConfigMap).Name
+		n := 0
+		for _, rp := range g.replicas {
+			if rp.ring.Handles(obj) {
+				n++
+			}
+		}
+		if n > 1 {
+			g.twice++
+		}
+		if n == 0 {
+			g.unowned[name] += tick
+			g.longest = max(g.longest, g.unowned[name])
+		} else {
+			g.unowned[name] = 0
+		}
+	}
+}
+
+// sampleFor samples every tick for d.
+func (g *rig) sampleFor(d time.Duration) {
+	for range int(d / tick) {
+		time.Sleep(tick)
+		g.sample()
+	}
+}
+
+// handlers returns how many objects each replica handles now.
+func (g *rig) handlers() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]int{}
+	for _, obj := range g.objects {
+		for name, rp := range g.replicas {
+			if rp.ring.Handles(obj) {
+				out[name]++
+			}
+		}
+	}
+	return out
+}
+
+// blackHole makes a replica's Lease calls hang until their context ends,
+// as a connection that stays open and silent does.
+type blackHole struct {
+	mu sync.Mutex
+	on bool
+}
+
+func (b *blackHole) set(on bool) { b.mu.Lock(); b.on = on; b.mu.Unlock() }
+
+func (b *blackHole) hang(ctx context.Context) error {
+	b.mu.Lock()
+	on := b.on
+	b.mu.Unlock()
+	if !on {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (b *blackHole) wrap(c coordinationv1client.LeasesGetter) coordinationv1client.LeasesGetter {
+	return holeGetter{c: c, b: b}
+}
+
+type holeGetter struct {
+	c coordinationv1client.LeasesGetter
+	b *blackHole
+}
+
+func (h holeGetter) Leases(ns string) coordinationv1client.LeaseInterface {
+	return holeLeases{LeaseInterface: h.c.Leases(ns), b: h.b}
+}
+
+type holeLeases struct {
+	coordinationv1client.LeaseInterface
+	b *blackHole
+}
+
+func (h holeLeases) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if err := h.b.hang(ctx); err != nil {
+		return nil, err
+	}
+	return h.LeaseInterface.Create(ctx, l, o)
+}
+
+func (h holeLeases) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if err := h.b.hang(ctx); err != nil {
+		return nil, err
+	}
+	return h.LeaseInterface.Update(ctx, l, o)
+}
+
+func (h holeLeases) List(ctx context.Context, o metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	if err := h.b.hang(ctx); err != nil {
+		return nil, err
+	}
+	return h.LeaseInterface.List(ctx, o)
+}
+
+func (h holeLeases) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
+	if err := h.b.hang(ctx); err != nil {
+		return err
+	}
+	return h.LeaseInterface.Delete(ctx, name, o)
+}
+
+// kill ends a replica as SIGKILL does: from now on it handles nothing and
+// says nothing; its Lease stays until the others expire it.
+func (g *rig) kill(name string) {
+	g.mu.Lock()
+	rp := g.replicas[name]
+	delete(g.replicas, name)
+	g.mu.Unlock()
+	rp.holes.set(true)
+	rp.cancel()
+	g.t.Cleanup(func() { <-rp.done })
+}

@@ -1,0 +1,148 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// Ring is one replica's membership of a ring: it holds a Lease of its own,
+// reads the others', plans which buckets of the hash space it owns, hands
+// buckets over (release, then acquire) and gates its informers' handlers so
+// that an object is handled by at most one replica at any instant.
+//
+// Make one with New, build informers with NewInformer (before or after
+// Run), and call Run (or Start, as a controller-runtime Runnable) once.
+// Its methods are safe for concurrent use.
+type Ring struct {
+	cfg   Config
+	lease string
+	gate  *gate
+	reg   registry
+	stat  statusBox
+	ran   atomic.Bool
+	// fence is started by Run, before the first write.
+	fence *fencer
+}
+
+// New checks cfg and returns a ring member that has not joined yet.
+func New(cfg Config) (*Ring, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Ring{cfg: c, lease: leaseName(c.Name, c.Identity), gate: newGate(c.Buckets)}
+	r.reg.ring = r
+	r.stat.init(r.lease, c.Identity)
+	return r, nil
+}
+
+// LeaseName is the name of this replica's Lease.
+func (r *Ring) LeaseName() string { return r.lease }
+
+// state is what the loop owns; nothing else reads or writes it.
+type state struct {
+	lease *coordinationv1.Lease // as last written, nil before the first
+	held  set                   // the buckets published as held
+	// renewed is when the last successful write was sent; zero before.
+	renewed time.Time
+	obs     observer
+	// quiet is the round before which no new claim is made, after a
+	// conflict.
+	quiet int
+	round int
+}
+
+// Run joins the ring and keeps this replica's membership until ctx ends,
+// then leaves gracefully: it stops handling, drains, records that it
+// holds nothing and deletes its Lease, within RenewDeadline. It returns
+// nil after leaving, or an error if it was called before.
+func (r *Ring) Run(ctx context.Context) error {
+	if !r.ran.CompareAndSwap(false, true) {
+		return errors.New("ring: Run called twice")
+	}
+	st := &state{held: newSet(r.cfg.Buckets)}
+	r.fence = startFencer(r.cfg.Clock, func() {
+		r.gate.shut(fullSet(r.cfg.Buckets))
+		r.stat.fenced(r.cfg.RenewDeadline)
+	})
+	for ctx.Err() == nil {
+		wait := r.round(ctx, st)
+		t := r.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	}
+	return r.leave(st)
+}
+
+// Start is Run, under controller-runtime's Runnable name.
+func (r *Ring) Start(ctx context.Context) error { return r.Run(ctx) }
+
+// NeedLeaderElection is false: every replica runs its ring membership
+// (controller-runtime's LeaderElectionRunnable).
+func (r *Ring) NeedLeaderElection() bool { return false }
+
+// round is one pass of the loop: renew, read, verify claims, plan,
+// release, claim. It returns how long to wait before the next.
+func (r *Ring) round(ctx context.Context, st *state) time.Duration {
+	st.round++
+	r.fenceIfLate(st)
+	ctx, cancel := context.WithDeadline(ctx, r.callDeadline(st))
+	defer cancel()
+	if st.lease == nil || r.cfg.Clock.Since(st.renewed) >= r.cfg.RetryPeriod {
+		if err := r.write(ctx, st, st.held, false); err != nil {
+			r.stat.failed(fmt.Errorf("renewing Lease %s: %w", r.lease, err))
+			return r.cfg.RetryPeriod
+		}
+	}
+	v, err := r.read(ctx, st)
+	if err != nil {
+		r.stat.failed(err)
+		return r.cfg.RetryPeriod
+	}
+	r.verify(st, v)
+	mine := v.target(r.lease, st.held)
+	r.reg.setCache(mine.union(st.held))
+	if rel := st.held.minus(mine); rel.len() > 0 {
+		if err := r.release(ctx, st, rel); err != nil {
+			r.stat.failed(err)
+		}
+	}
+	r.claim(ctx, st, v, mine)
+	r.reg.setCache(mine.union(st.held))
+	r.stat.observed(v, r.lease, mine, r.gate.snapshot(r.cfg.Buckets))
+	if !mine.equal(st.held) || !st.held.equal(r.gate.snapshot(r.cfg.Buckets)) {
+		return r.cfg.RetryPeriod / 4
+	}
+	return r.cfg.RetryPeriod
+}
+
+// fenceIfLate stops all handling once the last successful renew is
+// RenewDeadline old: from then on others may, LeaseDuration after they saw
+// it, take this replica's buckets.
+func (r *Ring) fenceIfLate(st *state) {
+	if st.renewed.IsZero() || r.cfg.Clock.Since(st.renewed) < r.cfg.RenewDeadline {
+		return
+	}
+	if st.held.len() > 0 {
+		r.gate.shut(st.held)
+		r.stat.fenced(r.cfg.Clock.Since(st.renewed))
+	}
+	st.held = newSet(r.cfg.Buckets)
+}
+
+// callDeadline bounds this round's API calls: no call may outlast the
+// renew deadline, so a call stuck in the network cannot delay fencing.
+func (r *Ring) callDeadline(st *state) time.Time {
+	if st.renewed.IsZero() || st.held.len() == 0 {
+		return r.cfg.Clock.Now().Add(r.cfg.RenewDeadline)
+	}
+	return st.renewed.Add(r.cfg.RenewDeadline)
+}

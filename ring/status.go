@@ -1,0 +1,86 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrNotFormed wraps WaitForSync's error while this replica does not yet
+// handle all the buckets the ring plans for it.
+var ErrNotFormed = errors.New("ring not formed")
+
+// Status is what a replica knows of its ring, for health reports.
+type Status struct {
+	// Lease is this replica's Lease; Identity its holder identity.
+	Lease, Identity string
+	// Members is the number of live, non-leaving members in the last read
+	// (0 before the first).
+	Members int
+	// Buckets is the ring's bucket count; Planned how many the plan gives
+	// this replica; Handling how many it handles now (the gate is open).
+	Buckets, Planned, Handling int
+	// Waiting names the members still holding buckets planned for this
+	// replica, with how many each.
+	Waiting map[string]int
+	// Fenced is set when this replica stopped handling because it could
+	// not renew within RenewDeadline; cleared at the next renew.
+	Fenced bool
+	// Released, Acquired and Conflicts count buckets handed over, taken
+	// and given up on a simultaneous claim, since Run began.
+	Released, Acquired, Conflicts int
+	// LastError is the last error of a ring call or of a drain, with when.
+	LastError   error
+	LastErrorAt time.Time
+	// Left is set once the replica has left the ring.
+	Left bool
+}
+
+// Formed says whether this replica handles exactly what the ring plans.
+func (s Status) Formed() bool {
+	return s.Members > 0 && !s.Fenced && s.Planned == s.Handling && len(s.Waiting) == 0
+}
+
+// String says in one line how the replica stands and, if it is not
+// formed, why.
+func (s Status) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ring member %s: %d members, handling %d of %d planned buckets (of %d)", s.Lease, s.Members, s.Handling, s.Planned, s.Buckets)
+	switch {
+	case s.Left:
+		b.WriteString("; left the ring")
+	case s.Members == 0:
+		b.WriteString("; has not read the ring yet")
+	case s.Fenced:
+		b.WriteString("; fenced: could not renew its Lease within the renew deadline")
+	}
+	for _, m := range sortedKeys(s.Waiting) {
+		fmt.Fprintf(&b, "; waiting for %s to release %d buckets", m, s.Waiting[m])
+	}
+	if s.LastError != nil {
+		fmt.Fprintf(&b, "; last error: %v", s.LastError)
+	}
+	return b.String()
+}
+
+// Status returns the replica's standing.
+func (r *Ring) Status() Status { return r.stat.get() }
+
+// WaitForSync blocks until this replica handles all the buckets the ring
+// plans for it (nil) or ctx ends: the error then wraps ErrNotFormed and
+// ctx's error and says why (Status.String).
+func (r *Ring) WaitForSync(ctx context.Context) error {
+	for {
+		s, changed := r.stat.watch()
+		if s.Formed() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", ErrNotFormed, s, ctx.Err())
+		}
+	}
+}

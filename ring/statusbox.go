@@ -1,0 +1,100 @@
+package ring
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// statusBox is the one owner of a Ring's Status: the loop and the fencer
+// report to it, readers copy it.
+type statusBox struct {
+	mu      sync.Mutex
+	s       Status
+	changed chan struct{}
+}
+
+func (b *statusBox) init(lease, identity string) {
+	b.s = Status{Lease: lease, Identity: identity}
+	b.changed = make(chan struct{})
+}
+
+// update applies f and wakes the watchers.
+func (b *statusBox) update(f func(*Status)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(&b.s)
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+func (b *statusBox) get() Status {
+	s, _ := b.watch()
+	return s
+}
+
+// watch returns the status and a channel closed at its next change.
+func (b *statusBox) watch() (Status, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.s
+	s.Waiting = cloneMap(s.Waiting)
+	return s, b.changed
+}
+
+func (b *statusBox) failed(err error) {
+	b.update(func(s *Status) { s.LastError, s.LastErrorAt = err, time.Now() })
+}
+
+func (b *statusBox) fenced(late time.Duration) {
+	b.update(func(s *Status) { s.Fenced, s.Handling = true, 0 })
+}
+
+func (b *statusBox) conflicted(n int) { b.update(func(s *Status) { s.Conflicts += n }) }
+func (b *statusBox) released(n int)   { b.update(func(s *Status) { s.Released += n }) }
+func (b *statusBox) acquired(n int)   { b.update(func(s *Status) { s.Acquired += n }) }
+func (b *statusBox) left()            { b.update(func(s *Status) { s.Left, s.Handling, s.Planned = true, 0, 0 }) }
+
+// observed records a round's outcome: the view, this replica's planned
+// buckets, what it holds and what its gate has open.
+func (b *statusBox) observed(v view, me string, mine, open set) {
+	waiting := map[string]int{}
+	for _, m := range v.live {
+		if m.name == me {
+			continue
+		}
+		if n := mine.intersect(m.held).len(); n > 0 {
+			waiting[m.name] = n
+		}
+	}
+	members := 0
+	for _, m := range v.live {
+		if !m.leaving {
+			members++
+		}
+	}
+	b.update(func(s *Status) {
+		s.Members, s.Buckets, s.Planned, s.Handling = members, v.buckets, mine.len(), open.len()
+		s.Waiting, s.Fenced = waiting, false
+	})
+}
+
+func cloneMap(m map[string]int) map[string]int {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]int, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

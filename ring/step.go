@@ -1,0 +1,229 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// write publishes held (and leaving) in this replica's Lease, creating it
+// the first time. On success the Lease counts as renewed from the moment
+// the request was sent, and the fencing deadline moves.
+func (r *Ring) write(ctx context.Context, st *state, held set, leaving bool) error {
+	sent := r.cfg.Clock.Now()
+	leases := r.cfg.Client.Leases(r.cfg.Namespace)
+	l := st.lease
+	if l == nil {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.lease, Namespace: r.cfg.Namespace}}
+	} else {
+		l = l.DeepCopy()
+	}
+	r.writeLease(l, sent, held, leaving)
+	var got *coordinationv1.Lease
+	var err error
+	if st.lease == nil {
+		got, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		got, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		r.lost(ctx, st, err)
+		return err
+	}
+	st.lease, st.held, st.renewed = got, held.clone(), sent
+	r.fence.arm(sent.Add(r.cfg.RenewDeadline))
+	return nil
+}
+
+// lost handles a write refused because the Lease changed under this
+// replica: deleted (by an administrator, or by a member that saw it
+// expire), it stops handling at once and creates a new one next round;
+// changed by someone else, it reads it to write over it next round.
+func (r *Ring) lost(ctx context.Context, st *state, err error) {
+	switch {
+	case apierrors.IsNotFound(err) && st.lease != nil:
+		r.gate.shut(st.held)
+		st.lease, st.held = nil, newSet(r.cfg.Buckets)
+	case apierrors.IsConflict(err):
+		if l, gerr := r.cfg.Client.Leases(r.cfg.Namespace).Get(ctx, r.lease, metav1.GetOptions{}); gerr == nil {
+			st.lease = l
+		}
+	}
+}
+
+// view is one consistent read of the ring.
+type view struct {
+	buckets int
+	// live are the members whose Leases have not expired, this one
+	// included; order is by Lease name.
+	live []member
+}
+
+// read lists the ring's Leases (a consistent read) and keeps the live
+// ones; it deletes Leases expired for twice their duration, left behind by
+// replicas that died.
+func (r *Ring) read(ctx context.Context, st *state) (view, error) {
+	sel := labels.SelectorFromSet(labels.Set{LabelRing: r.cfg.Name}).String()
+	list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return view{}, fmt.Errorf("listing the ring's Leases: %w", err)
+	}
+	now := r.cfg.Clock.Now()
+	v := view{buckets: r.cfg.Buckets}
+	var all []member
+	for i := range list.Items {
+		m, err := readMember(&list.Items[i], r.cfg.Buckets)
+		if err != nil {
+			return view{}, err
+		}
+		all = append(all, m)
+	}
+	st.obs.see(now, all)
+	for _, m := range all {
+		switch {
+		case !st.obs.expired(now, m):
+			v.live = append(v.live, m)
+		case st.obs.since(now, m) > 2*m.duration && m.name != r.lease:
+			r.collect(ctx, m)
+		}
+	}
+	slices.SortFunc(v.live, func(a, b member) int { return compareStrings(a.name, b.name) })
+	return v, nil
+}
+
+// collect deletes a long-expired Lease, only if it is still the version
+// seen expired.
+func (r *Ring) collect(ctx context.Context, m member) {
+	err := r.cfg.Client.Leases(r.cfg.Namespace).Delete(ctx, m.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &m.rv}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		r.stat.failed(fmt.Errorf("deleting expired Lease %s: %w", m.name, err))
+	}
+}
+
+// othersHeld is the union of what the live members other than me hold.
+func (v view) othersHeld(me string) set {
+	s := newSet(v.buckets)
+	for _, m := range v.live {
+		if m.name != me {
+			s = s.union(m.held)
+		}
+	}
+	return s
+}
+
+// target plans the ring from v and returns my buckets; mine is what I
+// hold now (newer than my Lease in v if I wrote since).
+func (v view) target(me string, mine set) set {
+	var members []string
+	held := make([]string, v.buckets)
+	for _, m := range v.live {
+		if !m.leaving {
+			members = append(members, m.name)
+		}
+		h := m.held
+		if m.name == me {
+			h = mine
+		}
+		for _, b := range h.list() {
+			held[b] = m.name
+		}
+	}
+	owner := plan(members, held)
+	s := newSet(v.buckets)
+	for b, o := range owner {
+		if o == me {
+			s.add(b)
+		}
+	}
+	return s
+}
+
+// verify settles the claims made before v was read: a claimed bucket no
+// other live member holds is opened (and its objects delivered as adds);
+// one another also claims is given up by both, and this replica waits a
+// random number of rounds before claiming again.
+func (r *Ring) verify(st *state, v view) {
+	claimed := st.held.minus(r.gate.snapshot(r.cfg.Buckets))
+	if claimed.len() == 0 {
+		return
+	}
+	conflict := claimed.intersect(v.othersHeld(r.lease))
+	if conflict.len() > 0 {
+		st.held = st.held.minus(conflict)
+		st.quiet = st.round + 1 + rand.IntN(4)
+		r.stat.conflicted(conflict.len())
+	}
+	open := claimed.minus(conflict)
+	if open.len() > 0 {
+		r.gate.open(open)
+		r.reg.acquired(open)
+		r.stat.acquired(open.len())
+	}
+}
+
+// release hands buckets back: stop delivering them, wait for the calls in
+// progress, run the drain hook, then record the release in the Lease.
+func (r *Ring) release(ctx context.Context, st *state, rel set) error {
+	r.gate.close(rel)
+	if r.cfg.Drain != nil {
+		if sh, ok := shardOf(rel, r.cfg.Key); ok {
+			if err := r.cfg.Drain(ctx, sh); err != nil {
+				return fmt.Errorf("draining %s: %w (the release waits for the next round)", sh, err)
+			}
+		}
+	}
+	if err := r.write(ctx, st, st.held.minus(rel), false); err != nil {
+		return fmt.Errorf("recording the release of %d buckets: %w", rel.len(), err)
+	}
+	r.stat.released(rel.len())
+	return nil
+}
+
+// claim records as held the buckets of mine that are free in v and whose
+// objects every informer has cached; they open at the next round's
+// verify, after a read that follows this write.
+func (r *Ring) claim(ctx context.Context, st *state, v view, mine set) {
+	if st.round < st.quiet {
+		return
+	}
+	free := mine.minus(st.held).minus(v.othersHeld(r.lease))
+	if free.len() == 0 || !r.reg.cached(ctx, mine.union(st.held), r.cfg.RetryPeriod/4) {
+		return
+	}
+	if err := r.write(ctx, st, st.held.union(free), false); err != nil {
+		r.stat.failed(fmt.Errorf("claiming %d buckets: %w", free.len(), err))
+	}
+}
+
+// leave stops handling, drains, records that this replica holds nothing
+// and is leaving, then deletes its Lease; bounded by RenewDeadline.
+func (r *Ring) leave(st *state) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
+	defer cancel()
+	defer r.fence.stop()
+	if st.lease == nil {
+		return nil
+	}
+	r.gate.close(fullSet(r.cfg.Buckets))
+	if r.cfg.Drain != nil && st.held.len() > 0 {
+		if sh, ok := shardOf(st.held, r.cfg.Key); ok {
+			_ = r.cfg.Drain(ctx, sh)
+		}
+	}
+	if err := r.write(ctx, st, newSet(r.cfg.Buckets), true); err != nil {
+		r.stat.failed(fmt.Errorf("leaving: %w; others take over when the Lease expires", err))
+		return nil
+	}
+	err := r.cfg.Client.Leases(r.cfg.Namespace).Delete(ctx, r.lease, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.stat.failed(fmt.Errorf("deleting Lease %s on leaving: %w", r.lease, err))
+	}
+	r.stat.left()
+	return nil
+}
