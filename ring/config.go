@@ -64,6 +64,13 @@ type Config struct {
 	// once the work already queued for it is done (for example, a
 	// workqueue holding none of its keys). ctx ends at the renew deadline.
 	Drain func(ctx context.Context, released shard.Shard) error
+	// OnHandlingChange, if set, is told each time this replica starts
+	// handling buckets (opened true: the gate has opened, the adds are
+	// not yet delivered) or stops (opened false: the handler calls in
+	// progress have returned; when fencing, at once, from the fencing
+	// goroutine). s holds the buckets concerned. It must return quickly;
+	// it is for recording and metrics.
+	OnHandlingChange func(opened bool, s shard.Shard)
 	// Clock drives every timer; default the real clock.
 	Clock clock.WithTicker
 }

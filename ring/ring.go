@@ -8,6 +8,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/kreflector/cache/shard"
 )
 
 // Ring is one replica's membership of a ring: it holds a Lease of its own,
@@ -35,10 +37,27 @@ func New(cfg Config) (*Ring, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Ring{cfg: c, lease: leaseName(c.Name, c.Identity), gate: newGate(c.Buckets)}
+	r := &Ring{cfg: c, lease: leaseName(c.Name, c.Identity)}
+	r.gate = newGate(c.Buckets, r.tell)
 	r.reg.ring = r
 	r.stat.init(r.lease, c.Identity)
 	return r, nil
+}
+
+// tell passes a gate change on to Config.OnHandlingChange.
+func (r *Ring) tell(opened bool, s set) {
+	if r.cfg.OnHandlingChange == nil {
+		return
+	}
+	if sh, ok := shardOf(s, r.cfg.Key); ok {
+		r.cfg.OnHandlingChange(opened, sh)
+	}
+}
+
+// Handling returns the buckets this replica handles now as a shard, or
+// false if it handles none.
+func (r *Ring) Handling() (shard.Shard, bool) {
+	return shardOf(r.gate.snapshot(r.cfg.Buckets), r.cfg.Key)
 }
 
 // LeaseName is the name of this replica's Lease.
