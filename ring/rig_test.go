@@ -54,7 +54,12 @@ type replica struct {
 	adds map[string]int
 }
 
-const tick = 100 * time.Millisecond
+const (
+	tick       = 100 * time.Millisecond
+	rigBuckets = 64
+)
+
+func objName(obj runtime.Object) string { return obj.(*corev1.ConfigMap).Name }
 
 func newRig(t *testing.T, ctx context.Context, objects int) *rig {
 	srv := cachetest.NewServer(cachetest.Options{})
@@ -75,7 +80,7 @@ func newRig(t *testing.T, ctx context.Context, objects int) *rig {
 func (g *rig) join(name string) *replica {
 	g.t.Helper()
 	rp := &replica{name: name, done: make(chan struct{}), holes: &blackHole{}, adds: map[string]int{}}
-	r, err := New(Config{Client: rp.holes.wrap(g.leases.CoordinationV1()), Namespace: "ring", Name: "test", Identity: name, Buckets: 64})
+	r, err := New(Config{Client: rp.holes.wrap(g.leases.CoordinationV1()), Namespace: "ring", Name: "test", Identity: name, Buckets: rigBuckets})
 	if err != nil {
 		g.t.Fatal(err)
 	}
