@@ -157,3 +157,15 @@ func hashString(s string) uint64 {
 	h.Write([]byte(s))
 	return h.Sum64()
 }
+
+// filtering counts the running informers whose server ignored their shard
+// selector, so that they drop what falls outside it themselves.
+func (g *registry) filtering() int {
+	n := 0
+	for _, i := range g.running() {
+		if h, ok := i.SharedIndexInformer.(cache.InformerHealthReporter); ok && h.Stats().Reflector.ShardDropped > 0 {
+			n++
+		}
+	}
+	return n
+}

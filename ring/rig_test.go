@@ -62,12 +62,18 @@ const (
 func objName(obj runtime.Object) string { return obj.(*corev1.ConfigMap).Name }
 
 func newRig(t *testing.T, ctx context.Context, objects int) *rig {
-	srv := cachetest.NewServer(cachetest.Options{})
+	return newRigWith(t, ctx, objects, cachetest.Options{}, 1)
+}
+
+// newRigWith serves objects ConfigMaps spread over namespaces namespaces
+// from a server with opts.
+func newRigWith(t *testing.T, ctx context.Context, objects int, opts cachetest.Options, namespaces int) *rig {
+	srv := cachetest.NewServer(opts)
 	t.Cleanup(srv.Close)
 	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
 	g := &rig{t: t, ctx: ctx, srv: srv, cms: cms, leases: fake.NewClientset(), replicas: map[string]*replica{}, unowned: map[string]time.Duration{}}
 	for i := range objects {
-		obj, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
+		obj, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%namespaces), Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,17 +83,30 @@ func newRig(t *testing.T, ctx context.Context, objects int) *rig {
 }
 
 // join starts a replica named name.
-func (g *rig) join(name string) *replica {
+func (g *rig) join(name string) *replica { return g.joinWith(name, nil, nil) }
+
+// joinWith starts a replica named name with its Config changed by
+// configure and, besides the handler recording adds, handler h.
+func (g *rig) joinWith(name string, configure func(*Config), h clientgocache.ResourceEventHandler) *replica {
 	g.t.Helper()
 	rp := &replica{name: name, done: make(chan struct{}), holes: &blackHole{}, adds: map[string]int{}}
-	r, err := New(Config{Client: rp.holes.wrap(g.leases.CoordinationV1()), Namespace: "ring", Name: "test", Identity: name, Buckets: rigBuckets})
+	cfg := Config{Client: rp.holes.wrap(g.leases.CoordinationV1()), Namespace: "ring", Name: "test", Identity: name, Buckets: rigBuckets}
+	if configure != nil {
+		configure(&cfg)
+	}
+	r, err := New(cfg)
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	rp.ring = r
-	rp.inf = r.NewInformer(g.cms.Namespace("default"), &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
+	rp.inf = r.NewInformer(g.cms.Namespace(""), &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
 	if _, err := rp.inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{AddFunc: rp.added}); err != nil {
 		g.t.Fatal(err)
+	}
+	if h != nil {
+		if _, err := rp.inf.AddEventHandler(h); err != nil {
+			g.t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(g.ctx)
 	rp.cancel = cancel

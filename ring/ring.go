@@ -136,7 +136,7 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 	}
 	r.claim(ctx, st, v, mine)
 	r.reg.setCache(mine.union(st.held))
-	r.stat.observed(v, r.lease, mine, r.gate.snapshot(r.cfg.Buckets))
+	r.stat.observed(v, r.lease, mine, r.gate.snapshot(r.cfg.Buckets), r.reg.filtering())
 	if !mine.equal(st.held) || !st.held.equal(r.gate.snapshot(r.cfg.Buckets)) {
 		return r.cfg.RetryPeriod / 4
 	}

@@ -31,6 +31,12 @@ type Status struct {
 	// Released, Acquired and Conflicts count buckets handed over, taken
 	// and given up on a simultaneous claim, since Run began.
 	Released, Acquired, Conflicts int
+	// FilteringLocally counts the ring's informers whose server ignores
+	// shard selectors (kube-apiserver without the ShardedListAndWatch
+	// gate): they receive and decode every object and keep only those of
+	// the buckets they cache. Handling is exact all the same; only the
+	// network and decoding savings are lost.
+	FilteringLocally int
 	// LastError is the last error of a ring call or of a drain, with when.
 	LastError   error
 	LastErrorAt time.Time
@@ -55,6 +61,9 @@ func (s Status) String() string {
 		b.WriteString("; has not read the ring yet")
 	case s.Fenced:
 		b.WriteString("; fenced: could not renew its Lease within the renew deadline")
+	}
+	if s.FilteringLocally > 0 {
+		fmt.Fprintf(&b, "; %d informers filter locally: the server ignores shard selectors (ShardedListAndWatch off)", s.FilteringLocally)
 	}
 	for _, m := range sortedKeys(s.Waiting) {
 		fmt.Fprintf(&b, "; waiting for %s to release %d buckets", m, s.Waiting[m])

@@ -57,7 +57,7 @@ func (b *statusBox) left()            { b.update(func(s *Status) { s.Left, s.Han
 
 // observed records a round's outcome: the view, this replica's planned
 // buckets, what it holds and what its gate has open.
-func (b *statusBox) observed(v view, me string, mine, open set) {
+func (b *statusBox) observed(v view, me string, mine, open set, filtering int) {
 	waiting := map[string]int{}
 	for _, m := range v.live {
 		if m.name == me {
@@ -75,7 +75,7 @@ func (b *statusBox) observed(v view, me string, mine, open set) {
 	}
 	b.update(func(s *Status) {
 		s.Members, s.Buckets, s.Planned, s.Handling = members, v.buckets, mine.len(), open.len()
-		s.Waiting, s.Fenced = waiting, false
+		s.Waiting, s.Fenced, s.FilteringLocally = waiting, false, filtering
 	})
 }
 
