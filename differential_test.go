@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // scenario is one script both Reflectors run.
@@ -40,9 +42,9 @@ type scenario struct {
 }
 
 // reflectorUnderTest starts a Reflector on lw and store until ctx ends.
-type reflectorUnderTest func(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore)
+type reflectorUnderTest func(ctx context.Context, sc scenario, lw ListerWatcher, store *cachetest.RecordingStore)
 
-func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore) {
+func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *cachetest.RecordingStore) {
 	opts := ReflectorOptions{Name: "under-test", ResyncPeriod: sc.resync}
 	if sc.ourOptions != nil {
 		sc.ourOptions(&opts)
@@ -53,7 +55,7 @@ func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *recordin
 	r.RunWithContext(ctx)
 }
 
-func runClientGo(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore) {
+func runClientGo(ctx context.Context, sc scenario, lw ListerWatcher, store *cachetest.RecordingStore) {
 	r := clientgocache.NewReflectorWithOptions(lw, sc.expectedType, store, clientgocache.ReflectorOptions{Name: "under-test", ResyncPeriod: sc.resync})
 	r.MaxInternalErrorRetryDuration = sc.internalWin
 	r.WatchListPageSize = sc.pageSize
@@ -66,7 +68,7 @@ func play(t *testing.T, sc scenario, run reflectorUnderTest) (calls, stored []st
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(slices.Clone(sc.lists), slices.Clone(sc.watches))
 		lw.noWL = sc.noWatchList
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() { run(ctx, sc, lw, store) })
@@ -80,7 +82,7 @@ func play(t *testing.T, sc scenario, run reflectorUnderTest) (calls, stored []st
 		cancel()
 		wg.Wait()
 		lw.inflight.Wait()
-		calls, stored = lw.recorded(), store.recorded()
+		calls, stored = lw.recorded(), store.CallStrings()
 	})
 	return calls, stored
 }

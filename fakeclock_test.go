@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // Tests written for client-go's Reflector with an injected fake clock
@@ -57,7 +59,7 @@ func TestInternalErrorRewatchesAtOnceOnAnInjectedClock(t *testing.T) {
 					},
 				}
 				opts := ReflectorOptions{Clock: fc, Backoff: tc.backoff, UseWatchList: ptr.To(false)}
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 				r.MaxInternalErrorRetryDuration = 20 * time.Second
 				if err := r.ListAndWatchWithContext(t.Context()); err != nil {
 					t.Fatalf("ListAndWatch: %v", err)
@@ -103,7 +105,7 @@ func TestZeroBackoffWaitsOnNoTimer(t *testing.T) {
 			},
 		}
 		opts := ReflectorOptions{Clock: fc, Backoff: &wait.Backoff{}, UseWatchList: ptr.To(false)}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		_, stop := startReflector(t, r)
 		<-opened
 		stop()
@@ -155,7 +157,7 @@ func TestRefusedWatchesBackOffOnASteppedFakeClock(t *testing.T) {
 				}
 				backoff := wait.Backoff{Duration: time.Millisecond, Cap: maxBackoff, Steps: 1000, Factor: 2, Jitter: 1}
 				opts := ReflectorOptions{Clock: fc, Backoff: &backoff, UseWatchList: ptr.To(false), Rand: rand.New(rand.NewPCG(1, 2))}
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 				start := fc.Now()
 				err := r.ListAndWatchWithContext(ctx)
 				elapsed := fc.Since(start)
@@ -215,7 +217,7 @@ func TestRunAndPageRetriesWaitOnTheRealClock(t *testing.T) {
 			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 		}
 		opts := ReflectorOptions{Clock: fc, UseWatchList: ptr.To(false)}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		r.WatchListPageSize = 1
 		_, stop := startReflector(t, r)
 		time.Sleep(time.Minute) // real (synctest) time; the fake clock stays put
@@ -242,7 +244,7 @@ func TestOpenWatchArmsNothingOnTheInjectedClock(t *testing.T) {
 		})
 		lw.noWL = true
 		opts := ReflectorOptions{Clock: fc, Backoff: &wait.Backoff{}}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()

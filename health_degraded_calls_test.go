@@ -102,7 +102,7 @@ func TestHealthDegradedWhileWatchListNeverEnds(t *testing.T) {
 		}
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 		log := &healthLog{start: time.Now()}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
 		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()

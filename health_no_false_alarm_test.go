@@ -60,7 +60,7 @@ func TestHealthNoAlarmAfterQuietWatchListRelist(t *testing.T) {
 			{events: []watch.Event{ev(watch.Added, cm("a", "5")), bookmark("10", true), errEvent(internalStatus())}},
 			{events: []watch.Event{ev(watch.Added, cm("a", "5")), bookmark("12", true)}, hang: true},
 		})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{OnHealthChange: log.record})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{OnHealthChange: log.record})
 		_, stop := startReflector(t, r)
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -101,7 +101,7 @@ func TestCancelledCycleLeavesNoLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{{closeAfter: 5 * time.Minute}, {delay: time.Hour}})
 		log := &healthLog{start: time.Now()}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record})
 		ctx1, cancel1 := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = r.ListAndWatchWithContext(ctx1) })

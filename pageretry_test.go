@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
@@ -45,7 +47,7 @@ func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 			},
 			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 		}
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
 		ctx, stop := startReflector(t, r)
 		if err := r.WaitForSync(ctx); err != nil {
@@ -63,7 +65,7 @@ func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 		if !strings.HasPrefix(calls[2], "7s ") {
 			t.Errorf("retry after a 429 with Retry-After 7 came at %q", calls[2])
 		}
-		if got := store.recorded(); len(got) != 1 || got[0] != "Replace rv=10 [ns/a@5 ns/b@6 ns/c@7]" {
+		if got := store.CallStrings(); len(got) != 1 || got[0] != "Replace rv=10 [ns/a@5 ns/b@6 ns/c@7]" {
 			t.Fatalf("store calls %q", got)
 		}
 		if st := r.Stats(); st.ListPageRetries != 3 || st.Lists[ListInitial] != 1 || st.Lists[ListRetry] != 0 {
@@ -92,7 +94,7 @@ func TestPageRetriesAreBoundedAndCanBeTurnedOff(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := newScript(failing(len(tc.want)-2), nil)
 				lw.noWL = true
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), ListPageRetries: tc.retries})
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), ListPageRetries: tc.retries})
 				runUntilDrained(t, r, lw)
 				calls := lw.recorded()
 				for i, w := range tc.want {
@@ -118,7 +120,7 @@ func TestPageRetryStopsOnNonTransientErrorsAndCancel(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		lw := &scriptLW{lists: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: connectionRefused()}}}
-		r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, noWatchList)
+		r := NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), noWatchList)
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {

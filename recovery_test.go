@@ -11,6 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // relistDelay plays sc against one Reflector and returns how long after
@@ -22,7 +24,7 @@ func relistDelay(t *testing.T, sc scenario, run reflectorUnderTest) time.Duratio
 		lw.noWL = sc.noWatchList
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
-		wg.Go(func() { run(ctx, sc, lw, &recordingStore{}) })
+		wg.Go(func() { run(ctx, sc, lw, cachetest.NewRecordingStore(nil)) })
 		<-lw.drained
 		synctest.Wait()
 		cancel()

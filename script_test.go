@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -228,60 +227,8 @@ func describeOptions(o metav1.ListOptions) string {
 	return b.String()
 }
 
-// recordingStore records store calls as text, Replace contents sorted,
-// and beside each the object it was given (a Replace's list).
-type recordingStore struct {
-	mu      sync.Mutex
-	calls   []string
-	objects []interface{}
-	// fail makes calls of the named op return an error.
-	fail map[string]error
-}
-
-func (s *recordingStore) record(op string, obj interface{}) error {
-	return s.recordAs(op, objectID(obj), obj)
-}
-
-// recordAs records a call of op described as desc, given obj.
-func (s *recordingStore) recordAs(op, desc string, obj interface{}) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, op+" "+desc)
-	s.objects = append(s.objects, obj)
-	return s.fail[op]
-}
-
-func (s *recordingStore) Add(obj interface{}) error    { return s.record("Add", obj) }
-func (s *recordingStore) Update(obj interface{}) error { return s.record("Update", obj) }
-func (s *recordingStore) Delete(obj interface{}) error { return s.record("Delete", obj) }
-func (s *recordingStore) Resync() error                { return s.record("Resync", nil) }
-
-func (s *recordingStore) Replace(list []interface{}, rv string) error {
-	ids := make([]string, len(list))
-	for i, o := range list {
-		ids[i] = objectID(o)
-	}
-	sort.Strings(ids)
-	return s.recordAs("Replace", fmt.Sprintf("rv=%s [%s]", rv, strings.Join(ids, " ")), list)
-}
-
-// recordedObjects is the object given with each call recorded.
-func (s *recordingStore) recordedObjects() []interface{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]interface{}(nil), s.objects...)
-}
-
-func (s *recordingStore) Bookmark(rv string) error { return s.record("Bookmark", "rv="+rv) }
-
-func (s *recordingStore) UpdateResourceVersion(rv string) { _ = s.record("RV", "rv="+rv) }
-
-func (s *recordingStore) recorded() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.calls...)
-}
-
+// objectID renders obj as "namespace/name@resourceVersion" (a string as
+// itself, any other non-object by its type).
 func objectID(obj interface{}) string {
 	switch o := obj.(type) {
 	case nil:

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // runUntilDrained runs r until lw's script runs dry and everything settles.
@@ -33,7 +35,7 @@ func TestStaleRVLoopBreaksAfterThreshold(t *testing.T) {
 			[]listReply{stuck, stuck, stuck, {list: cmList("50", "", cm("a", "45"))}},
 			[]watchReply{expired, expired, expired})
 		lw.noWL = true
-		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		r := NewReflector(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), 0)
 		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		want := []string{`LIST rv="0"`, `WATCH rv="10"`, `LIST rv="10"`, `WATCH rv="10"`, `LIST rv="10"`, `WATCH rv="10"`, `LIST rv=""`, `WATCH rv="50"`}
@@ -54,7 +56,7 @@ func TestStaleRVBreakerCanBeTurnedOff(t *testing.T) {
 		expired := watchReply{events: []watch.Event{errEvent(expiredStatus())}, closeAfter: 2 * time.Second}
 		stuck := listReply{list: cmList("10", "", cm("a", "5"))}
 		lw := newScript([]listReply{stuck, stuck, stuck, stuck}, []watchReply{expired, expired, expired})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), StaleRVThreshold: -1})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), StaleRVThreshold: -1})
 		runUntilDrained(t, r, lw)
 		if calls := lw.recorded(); !strings.HasPrefix(calls[6], `LIST rv="10"`) {
 			t.Fatalf("with the breaker off the fourth list stays at RV 10: %q", calls)
@@ -80,7 +82,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 				return watch.NewFake(), nil
 			},
 		}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		r.RunWithContext(ctx)
@@ -96,7 +98,7 @@ func TestWatchListRefusalIsRemembered(t *testing.T) {
 		expired := watchReply{events: []watch.Event{ev(watch.Added, cm("b", "11")), errEvent(expiredStatus())}}
 		lw := newScript([]listReply{base, base},
 			[]watchReply{{err: apierrors.NewBadRequest("unknown parameter sendInitialEvents")}, expired})
-		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		r := NewReflector(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), 0)
 		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		if len(calls) != 5 || !strings.HasPrefix(calls[3], "LIST") {
@@ -106,7 +108,7 @@ func TestWatchListRefusalIsRemembered(t *testing.T) {
 }
 
 func TestWatchListRefusalMemoryExpires(t *testing.T) {
-	r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: time.Minute})
+	r := NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), ReflectorOptions{WatchListRefusalMemory: time.Minute})
 	now := time.Unix(100, 0)
 	r.server.watchListRefused(now)
 	if r.server.wantsWatchList(now.Add(30*time.Second)) || !r.server.wantsWatchList(now.Add(time.Minute)) {
@@ -115,7 +117,7 @@ func TestWatchListRefusalMemoryExpires(t *testing.T) {
 	if classify(atWatchListOpen, apierrors.NewInternalError(context.Canceled), facts{}).refusedWatchList {
 		t.Fatal("a transient failure is not a refusal")
 	}
-	r = NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: -1})
+	r = NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), ReflectorOptions{WatchListRefusalMemory: -1})
 	r.server.watchListRefused(now)
 	if !r.server.wantsWatchList(now) {
 		t.Fatal("a negative memory must ask again every cycle")
