@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache/cachetest"
@@ -25,28 +22,15 @@ import (
 
 func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var calls []string
 		start := time.Now()
-		replies := []listReply{
+		lw := newScript([]listReply{
 			{list: cmList("10", "tok1", cm("a", "5"))},
 			{err: apierrors.NewTooManyRequests("busy", 7)},
 			{err: connectionRefused()},
 			{list: cmList("", "tok2", cm("b", "6"))},
 			{err: apierrors.NewServiceUnavailable("restarting")},
 			{list: cmList("", "", cm("c", "7"))},
-		}
-		lw := &ListWatch{
-			ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, fmt.Sprintf("%s %s", time.Since(start).Round(time.Second), describeOptions(o)))
-				r := replies[0]
-				replies = replies[1:]
-				return r.list, r.err
-			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-		}
+		}, nil)
 		store := cachetest.NewRecordingStore(nil)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
 		ctx, stop := startReflector(t, r)
@@ -54,6 +38,7 @@ func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		stop()
+		calls := listsAt(lw, start)
 		if len(calls) != 6 || !strings.HasSuffix(calls[0], `rv="0" limit=500`) {
 			t.Fatalf("calls %q", calls)
 		}
@@ -72,6 +57,19 @@ func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 			t.Fatalf("stats: page retries %d, lists %v", st.ListPageRetries, st.Lists)
 		}
 	})
+}
+
+// listsAt renders each LIST lw got as "<time since start> <options>",
+// once lw is called no more.
+func listsAt(lw *scriptLW, start time.Time) []string {
+	var out []string
+	at := lw.arrivals("LIST", start)
+	for _, c := range lw.recorded() {
+		if opts, ok := strings.CutPrefix(c, "LIST "); ok {
+			out = append(out, fmt.Sprintf("%s %s", at[len(out)].Round(time.Second), opts))
+		}
+	}
+	return out
 }
 
 func TestPageRetriesAreBoundedAndCanBeTurnedOff(t *testing.T) {

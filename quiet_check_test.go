@@ -119,13 +119,3 @@ func TestQuietCheckAnsweredKeepsHealth(t *testing.T) {
 		}
 	})
 }
-
-func countCalls(lw *scriptLW, verb string) int {
-	n := 0
-	for _, c := range lw.recorded() {
-		if strings.HasPrefix(c, verb) {
-			n++
-		}
-	}
-	return n
-}

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -27,10 +25,7 @@ var noWatchList = ReflectorOptions{UseWatchList: ptr.To(false)}
 func TestRunReturnsWhileListIgnoresContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		lw := &ListWatch{
-			ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { <-release; return cmList("1", ""), nil },
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-		}
+		lw := newScript([]listReply{{list: cmList("1", ""), block: release}}, nil)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
@@ -51,10 +46,7 @@ func TestRunReturnsWhileWatchOpenIgnoresContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		w := watch.NewFake()
-		lw := &ListWatch{
-			ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { <-release; return w, nil },
-		}
+		lw := newScript([]listReply{{list: cmList("1", "")}}, []watchReply{{block: release, w: w}})
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
@@ -208,18 +200,8 @@ func TestShouldResyncGatesResync(t *testing.T) {
 
 func TestCustomBackoffSpacesCycles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var at []time.Duration
 		start := time.Now()
-		lw := &ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				at = append(at, time.Since(start))
-				return nil, apierrors.NewServiceUnavailable("down")
-			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-		}
+		lw := newScript(slices.Repeat([]listReply{{err: apierrors.NewServiceUnavailable("down")}}, 10), nil)
 		opts := noWatchList
 		opts.Backoff = &wait.Backoff{Duration: 10 * time.Second, Factor: 2, Steps: 10, Cap: 30 * time.Second}
 		opts.WatchErrorHandler = func(context.Context, *Reflector, error) {}
@@ -227,6 +209,7 @@ func TestCustomBackoffSpacesCycles(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 75*time.Second)
 		defer cancel()
 		r.RunWithContext(ctx)
+		at := lw.arrivals("LIST", start)
 		want := []time.Duration{0, 10 * time.Second, 30 * time.Second, 60 * time.Second}
 		if len(at) != len(want) {
 			t.Fatalf("LIST at %v, want %v", at, want)

@@ -3,15 +3,12 @@ package cache
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -66,27 +63,14 @@ func TestStaleRVBreakerCanBeTurnedOff(t *testing.T) {
 
 func TestRetryAfterIsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var at []time.Duration
 		start := time.Now()
 		throttled := apierrors.NewTooManyRequests("busy", 45)
-		lw := &ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				at = append(at, time.Since(start))
-				if len(at) == 1 {
-					return nil, throttled
-				}
-				return watch.NewFake(), nil
-			},
-		}
+		lw := &scriptLW{listAgain: cmList("1", ""), watches: []watchReply{{err: throttled}}}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		r.RunWithContext(ctx)
-		if len(at) != 2 || at[1] != 45*time.Second {
+		if at := lw.arrivals("WATCH", start); len(at) != 2 || at[1] != 45*time.Second {
 			t.Fatalf("watches at %v; the retry must wait the 45 s Retry-After", at)
 		}
 	})
