@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -69,9 +68,7 @@ func play(t *testing.T, sc scenario, run reflectorUnderTest) (calls, stored []st
 		lw := newScript(slices.Clone(sc.lists), slices.Clone(sc.watches))
 		lw.noWL = sc.noWatchList
 		store := cachetest.NewRecordingStore(nil)
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { run(ctx, sc, lw, store) })
+		_, stop := startRun(t, func(ctx context.Context) { run(ctx, sc, lw, store) })
 		select {
 		case <-lw.drained:
 		case <-time.After(time.Hour):
@@ -79,8 +76,7 @@ func play(t *testing.T, sc scenario, run reflectorUnderTest) (calls, stored []st
 		}
 		time.Sleep(sc.runFor)
 		synctest.Wait()
-		cancel()
-		wg.Wait()
+		stop()
 		lw.inflight.Wait()
 		calls, stored = lw.recorded(), store.CallStrings()
 	})

@@ -90,23 +90,21 @@ func listAndWatchOnce(t *testing.T, p errorPath, clientGo bool) (err error) {
 		if p.replaceErr != nil {
 			store.FailOn(cachetest.OpReplace, p.replaceErr)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
 		done := make(chan error, 1)
-		go func() {
+		_, stop := startRun(t, func(ctx context.Context) {
 			if clientGo {
 				done <- clientgocache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, clientgocache.ReflectorOptions{}).ListAndWatchWithContext(ctx)
 				return
 			}
 			done <- NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{}).ListAndWatchWithContext(ctx)
-		}()
+		})
 		select {
 		case err = <-done:
 		case <-lw.drained:
-			cancel()
+			stop()
 			err = <-done
 		}
-		cancel()
+		stop()
 		lw.inflight.Wait()
 	})
 	return err

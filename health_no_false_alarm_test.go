@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -102,18 +101,14 @@ func TestCancelledCycleLeavesNoLoss(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{{closeAfter: 5 * time.Minute}, {delay: time.Hour}})
 		log := &healthLog{start: time.Now()}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record})
-		ctx1, cancel1 := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = r.ListAndWatchWithContext(ctx1) })
+		cycle := func(ctx context.Context) { _ = r.ListAndWatchWithContext(ctx) }
+		_, stop := startRun(t, cycle)
 		time.Sleep(5*time.Minute + 5*time.Second)
-		cancel1()
-		wg.Wait()
-		ctx2, cancel2 := context.WithCancel(t.Context())
-		wg.Go(func() { _ = r.ListAndWatchWithContext(ctx2) })
+		stop()
+		_, stop = startRun(t, cycle)
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		cancel2()
-		wg.Wait()
+		stop()
 		lw.inflight.Wait()
 		wantChanges(t, log.changes, "Synced/@0s")
 	})

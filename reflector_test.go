@@ -189,9 +189,7 @@ func TestShouldResyncGatesResync(t *testing.T) {
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{ResyncPeriod: time.Minute, UseWatchList: ptr.To(false)})
 		var asked int
 		r.ShouldResync = func() bool { asked++; return asked%2 == 0 }
-		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute+time.Second)
-		defer cancel()
-		r.RunWithContext(ctx)
+		runFor(t, r, 4*time.Minute+time.Second)
 		if got := store.CallStrings(); asked != 4 || len(got) != 3 {
 			t.Fatalf("asked %d times, store calls %q; want 4 questions and 2 resyncs", asked, got)
 		}
@@ -206,9 +204,7 @@ func TestCustomBackoffSpacesCycles(t *testing.T) {
 		opts.Backoff = &wait.Backoff{Duration: 10 * time.Second, Factor: 2, Steps: 10, Cap: 30 * time.Second}
 		opts.WatchErrorHandler = func(context.Context, *Reflector, error) {}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
-		ctx, cancel := context.WithTimeout(t.Context(), 75*time.Second)
-		defer cancel()
-		r.RunWithContext(ctx)
+		runFor(t, r, 75*time.Second)
 		at := lw.arrivals("LIST", start)
 		want := []time.Duration{0, 10 * time.Second, 30 * time.Second, 60 * time.Second}
 		if len(at) != len(want) {
@@ -243,9 +239,7 @@ func TestWatchErrorHandlerSeesCycleErrors(t *testing.T) {
 		opts := noWatchList
 		opts.WatchErrorHandler = func(_ context.Context, r *Reflector, err error) { got = append(got, err) }
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() { <-lw.drained; cancel() }()
-		r.RunWithContext(ctx)
+		runUntilDrained(t, r, lw)
 		if len(got) != 1 || !apierrors.IsForbidden(got[0]) {
 			t.Fatalf("handler got %v", got)
 		}

@@ -15,13 +15,6 @@ import (
 	"github.com/kreflector/cache/cachetest"
 )
 
-// runUntilDrained runs r until lw's script runs dry and everything settles.
-func runUntilDrained(t *testing.T, r *Reflector, lw *scriptLW) {
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { <-lw.drained; synctest.Wait(); cancel() }()
-	r.RunWithContext(ctx)
-}
-
 func TestStaleRVLoopBreaksAfterThreshold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// A lagging watch cache: every list answers RV 10, every watch at 10
@@ -67,9 +60,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		throttled := apierrors.NewTooManyRequests("busy", 45)
 		lw := &scriptLW{listAgain: cmList("1", ""), watches: []watchReply{{err: throttled}}}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		r.RunWithContext(ctx)
+		runFor(t, r, 2*time.Minute)
 		if at := lw.arrivals("WATCH", start); len(at) != 2 || at[1] != 45*time.Second {
 			t.Fatalf("watches at %v; the retry must wait the 45 s Retry-After", at)
 		}

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -52,9 +51,7 @@ func TestSilentWatchWithoutBookmarksIsNotStalled(t *testing.T) {
 			{events: []watch.Event{ev(watch.Modified, cm("a", "11"))}, hang: true},
 		})
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
-		defer cancel()
-		r.RunWithContext(ctx)
+		runFor(t, r, 30*time.Minute)
 		if calls := lw.recorded(); len(calls) != 2 {
 			t.Fatalf("a server that never sends bookmarks must not be called stalled: %q", calls)
 		}

@@ -86,10 +86,7 @@ func TestEventResourceVersionIsReadBeforeTheStoreHasTheObject(t *testing.T) {
 		})
 		store := &rewritingStore{cachetest.NewRecordingStore(nil)}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
-		_, stop := startReflector(t, r)
-		<-lw.drained
-		synctest.Wait()
-		stop()
+		runUntilDrained(t, r, lw)
 		if got := r.LastSyncResourceVersion(); got != "13" {
 			t.Errorf("LastSyncResourceVersion %q, want 13", got)
 		}

@@ -35,9 +35,7 @@ func TestWatchListAppliesStoreTransform(t *testing.T) {
 		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), bookmark("2", true)}, hang: true}})
 		store := &transformingStore{cachetest.NewRecordingStore(nil)}
 		r := NewReflector(lw, &corev1.ConfigMap{}, store, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() { <-lw.drained; synctest.Wait(); cancel() }()
-		r.RunWithContext(ctx)
+		runUntilDrained(t, r, lw)
 		if got := store.CallStrings(); len(got) != 1 || got[0] != "Replace rv=2 [ns/a-t@1]" {
 			t.Fatalf("store calls %q", got)
 		}
@@ -81,9 +79,7 @@ func TestWatchListErrorEventFallsBackOrRetries(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("9", "", cm("a", "1"))}}, []watchReply{{events: []watch.Event{errEvent(&forbidden)}}})
 		store := cachetest.NewRecordingStore(nil)
 		r := NewReflector(lw, &corev1.ConfigMap{}, store, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() { <-lw.drained; synctest.Wait(); cancel() }()
-		r.RunWithContext(ctx)
+		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		if len(calls) != 3 || !strings.HasPrefix(calls[1], "LIST") {
 			t.Fatalf("a refused WatchList must fall back to LIST: %q", calls)
@@ -124,10 +120,7 @@ func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
 		}
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{})
-		_, stop := startReflector(t, r)
-		<-lw.drained
-		synctest.Wait()
-		stop()
+		runUntilDrained(t, r, lw)
 		want := []string{"WATCH", "WATCH", "WATCH", "LIST", "WATCH"}
 		if !slices.Equal(lw.verbs(), want) {
 			t.Fatalf("calls %q, want %q", lw.verbs(), want)
