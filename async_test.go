@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 func TestPendingCallDeliversResult(t *testing.T) {
@@ -96,7 +98,7 @@ func (panickingListLW) ListWithContext(context.Context, metav1.ListOptions) (run
 // the List call, and the runtime.Error is reachable.
 func TestReflectorListPanicKeepsItsStack(t *testing.T) {
 	lw := panickingListLW{&scriptLW{noWL: true}}
-	r := NewReflector(lw, nil, &recordingStore{}, 0)
+	r := NewReflector(lw, nil, cachetest.NewRecordingStore(nil), 0)
 	defer func() {
 		p, ok := recover().(*ListerWatcherPanic)
 		var rerr goruntime.Error

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // Compile-time half of the audit: a client-go value of each audited type is
@@ -233,7 +235,7 @@ func TestClientGoFIFOTransformerUnderWatchList(t *testing.T) {
 			for who, run := range runners {
 				sc := scenario{watches: []watchReply{{events: stream, hang: true}}}
 				tf := &countingTransform{}
-				play(t, sc, func(ctx context.Context, _ scenario, lw ListerWatcher, _ *recordingStore) {
+				play(t, sc, func(ctx context.Context, _ scenario, lw ListerWatcher, _ *cachetest.RecordingStore) {
 					run(ctx, lw, newFIFO(tf.transform))
 				})
 				calls[who] = tf.calls

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // scenario is one script both Reflectors run.
@@ -40,9 +41,9 @@ type scenario struct {
 }
 
 // reflectorUnderTest starts a Reflector on lw and store until ctx ends.
-type reflectorUnderTest func(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore)
+type reflectorUnderTest func(ctx context.Context, sc scenario, lw ListerWatcher, store *cachetest.RecordingStore)
 
-func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore) {
+func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *cachetest.RecordingStore) {
 	opts := ReflectorOptions{Name: "under-test", ResyncPeriod: sc.resync}
 	if sc.ourOptions != nil {
 		sc.ourOptions(&opts)
@@ -53,7 +54,7 @@ func runOurs(ctx context.Context, sc scenario, lw ListerWatcher, store *recordin
 	r.RunWithContext(ctx)
 }
 
-func runClientGo(ctx context.Context, sc scenario, lw ListerWatcher, store *recordingStore) {
+func runClientGo(ctx context.Context, sc scenario, lw ListerWatcher, store *cachetest.RecordingStore) {
 	r := clientgocache.NewReflectorWithOptions(lw, sc.expectedType, store, clientgocache.ReflectorOptions{Name: "under-test", ResyncPeriod: sc.resync})
 	r.MaxInternalErrorRetryDuration = sc.internalWin
 	r.WatchListPageSize = sc.pageSize
@@ -66,10 +67,8 @@ func play(t *testing.T, sc scenario, run reflectorUnderTest) (calls, stored []st
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(slices.Clone(sc.lists), slices.Clone(sc.watches))
 		lw.noWL = sc.noWatchList
-		store := &recordingStore{}
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { run(ctx, sc, lw, store) })
+		store := cachetest.NewRecordingStore(nil)
+		_, stop := startRun(t, func(ctx context.Context) { run(ctx, sc, lw, store) })
 		select {
 		case <-lw.drained:
 		case <-time.After(time.Hour):
@@ -77,10 +76,9 @@ func play(t *testing.T, sc scenario, run reflectorUnderTest) (calls, stored []st
 		}
 		time.Sleep(sc.runFor)
 		synctest.Wait()
-		cancel()
-		wg.Wait()
+		stop()
 		lw.inflight.Wait()
-		calls, stored = lw.recorded(), store.recorded()
+		calls, stored = lw.recorded(), store.CallStrings()
 	})
 	return calls, stored
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // errorPath is one way a ListAndWatch cycle can end, and what both
@@ -77,14 +79,6 @@ func errorPaths() []errorPath {
 // errNotList is what meta.ListAccessor says of an object that is not a list.
 var errNotList = func() error { _, err := meta.ListAccessor(cm("a", "1")); return err }()
 
-// failingReplaceStore is a recordingStore whose Replace fails.
-type failingReplaceStore struct {
-	recordingStore
-	err error
-}
-
-func (s *failingReplaceStore) Replace([]interface{}, string) error { return s.err }
-
 // listAndWatchOnce runs one ListAndWatchWithContext of either Reflector on
 // p's script in a synctest bubble and returns its error. A cycle that is
 // still watching when the script runs dry is stopped (and returns nil).
@@ -92,27 +86,25 @@ func listAndWatchOnce(t *testing.T, p errorPath, clientGo bool) (err error) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(slices.Clone(p.lists), slices.Clone(p.watches))
 		lw.noWL = !p.watchList
-		var store ReflectorStore = &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		if p.replaceErr != nil {
-			store = &failingReplaceStore{err: p.replaceErr}
+			store.FailOn(cachetest.OpReplace, p.replaceErr)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
 		done := make(chan error, 1)
-		go func() {
+		_, stop := startRun(t, func(ctx context.Context) {
 			if clientGo {
 				done <- clientgocache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, clientgocache.ReflectorOptions{}).ListAndWatchWithContext(ctx)
 				return
 			}
 			done <- NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{}).ListAndWatchWithContext(ctx)
-		}()
+		})
 		select {
 		case err = <-done:
 		case <-lw.drained:
-			cancel()
+			stop()
 			err = <-done
 		}
-		cancel()
+		stop()
 		lw.inflight.Wait()
 	})
 	return err
@@ -162,7 +154,7 @@ func TestWatchErrorHandlerGetsTheListerWatchersError(t *testing.T) {
 			got = append(got, err)
 			cancel()
 		}
-		NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{WatchErrorHandler: handler}).RunWithContext(ctx)
+		NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{WatchErrorHandler: handler}).RunWithContext(ctx)
 		if len(got) != 1 || got[0] != error(forbidden) {
 			t.Fatalf("handler got %v, want exactly the ListerWatcher's %v", got, forbidden)
 		}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // What reaches the store of a Reflector expecting ConfigMaps when the
@@ -23,7 +25,7 @@ func TestObjectsOfAnotherType(t *testing.T) {
 			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "5"},
 				Items: []runtime.RawExtension{{Object: cm("a", "1")}, {Object: pod}}}
 			lw := newScript([]listReply{{list: list}}, nil)
-			store := &recordingStore{}
+			store := cachetest.NewRecordingStore(nil)
 			r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{UseWatchList: ptr.To(false)})
 			startReflector(t, r)
 			<-lw.drained
@@ -31,8 +33,8 @@ func TestObjectsOfAnotherType(t *testing.T) {
 			w.Add(pod)
 			w.Add(cm("b", "6"))
 			synctest.Wait()
-			want := []string{"Replace rv=5 [ns/a@1 ns/p@2]", "Add ns/b@6", "RV rv=6"}
-			if got := store.recorded(); !slices.Equal(got, want) {
+			want := []string{"Replace rv=5 [ns/a@1 ns/p@2]", "Add ns/b@6", "UpdateResourceVersion rv=6"}
+			if got := store.CallStrings(); !slices.Equal(got, want) {
 				t.Fatalf("store calls %q, want %q", got, want)
 			}
 			if n := r.Stats().Events[EventDropped]; n != 1 {
@@ -44,13 +46,13 @@ func TestObjectsOfAnotherType(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			lw := newScript(nil, []watchReply{{hang: true, events: []watch.Event{
 				ev(watch.Added, cm("a", "1")), ev(watch.Added, pod), bookmark("5", true)}}})
-			store := &recordingStore{}
+			store := cachetest.NewRecordingStore(nil)
 			r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{})
 			startReflector(t, r)
 			<-lw.drained
 			synctest.Wait()
 			want := []string{"Replace rv=5 [ns/a@1]"}
-			if got := store.recorded(); !slices.Equal(got, want) {
+			if got := store.CallStrings(); !slices.Equal(got, want) {
 				t.Fatalf("store calls %q, want %q", got, want)
 			}
 			if n := r.Stats().Events[EventDropped]; n != 1 {

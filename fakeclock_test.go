@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -13,12 +15,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // Tests written for client-go's Reflector with an injected fake clock
@@ -45,26 +47,21 @@ func TestInternalErrorRewatchesAtOnceOnAnInjectedClock(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fc := clocktesting.NewFakeClock(time.Unix(0, 0))
 				status := apierrors.NewInternalError(errors.New("etcdserver: no leader")).Status()
-				watches := 0
-				lw := &ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
-						watches++
+				lw := &scriptLW{listAgain: cmList("1", ""), watchAgain: &watchReply{events: []watch.Event{errEvent(&status)}, hang: true}}
+				lw.onCall = func(call string) {
+					if strings.HasPrefix(call, "WATCH") {
 						fc.Step(time.Second)
-						w := watch.NewFakeWithChanSize(1, false)
-						w.Error(&status)
-						return w, nil
-					},
+					}
 				}
 				opts := ReflectorOptions{Clock: fc, Backoff: tc.backoff, UseWatchList: ptr.To(false)}
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 				r.MaxInternalErrorRetryDuration = 20 * time.Second
 				if err := r.ListAndWatchWithContext(t.Context()); err != nil {
 					t.Fatalf("ListAndWatch: %v", err)
 				}
 				// The first 500 at 1 s opens the window; the watches at
 				// 2..21 s are within it, the one at 22 s is not.
-				if watches != 22 {
+				if watches := countCalls(lw, "WATCH"); watches != 22 {
 					t.Fatalf("%d watch requests, want 22 (a re-watch for every second of the 20 s window)", watches)
 				}
 			})
@@ -78,38 +75,15 @@ func TestInternalErrorRewatchesAtOnceOnAnInjectedClock(t *testing.T) {
 func TestZeroBackoffWaitsOnNoTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fc := clocktesting.NewFakeClock(time.Unix(0, 0))
-		var mu sync.Mutex
-		var calls []string
-		opened := make(chan struct{})
-		lw := &ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, "LIST")
-				if len(calls) <= 2 {
-					return nil, syscall.ECONNREFUSED
-				}
-				return cmList("1", ""), nil
-			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, "WATCH")
-				if len(calls) <= 5 {
-					return nil, syscall.ECONNREFUSED
-				}
-				close(opened)
-				return watch.NewFake(), nil
-			},
-		}
+		refused := listReply{err: syscall.ECONNREFUSED}
+		lw := newScript([]listReply{refused, refused, {list: cmList("1", "")}},
+			[]watchReply{{err: syscall.ECONNREFUSED}, {err: syscall.ECONNREFUSED}}) // then a watch opens
 		opts := ReflectorOptions{Clock: fc, Backoff: &wait.Backoff{}, UseWatchList: ptr.To(false)}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		_, stop := startReflector(t, r)
-		<-opened
+		<-lw.drained // the watch opened
 		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		if got := len(calls); got != 6 {
+		if calls := lw.verbs(); len(calls) != 6 {
 			t.Fatalf("calls %q, want two failed LISTs, one that works, two refused watches and one that opens", calls)
 		}
 	})
@@ -140,22 +114,18 @@ func TestRefusedWatchesBackOffOnASteppedFakeClock(t *testing.T) {
 				var wg sync.WaitGroup
 				wg.Go(func() { stepWhileWaiting(fc, 2*maxBackoff, done) })
 				ctx, cancel := context.WithCancel(t.Context())
-				refused := tc.refused
-				lw := &ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+				lw := &scriptLW{listAgain: cmList("1", ""), watches: slices.Repeat([]watchReply{{err: syscall.ECONNREFUSED}}, tc.refused)}
+				lw.onCall = func(call string) {
+					if strings.HasPrefix(call, "WATCH") {
 						time.Sleep(time.Millisecond) // the round trip
-						if refused > 0 {
-							refused--
-							return nil, syscall.ECONNREFUSED
+						if countCalls(lw, "WATCH") > tc.refused {
+							cancel() // the watch that opens
 						}
-						cancel()
-						return watch.NewFake(), nil
-					},
+					}
 				}
 				backoff := wait.Backoff{Duration: time.Millisecond, Cap: maxBackoff, Steps: 1000, Factor: 2, Jitter: 1}
 				opts := ReflectorOptions{Clock: fc, Backoff: &backoff, UseWatchList: ptr.To(false), Rand: rand.New(rand.NewPCG(1, 2))}
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 				start := fc.Now()
 				err := r.ListAndWatchWithContext(ctx)
 				elapsed := fc.Since(start)
@@ -203,27 +173,15 @@ func TestRunAndPageRetriesWaitOnTheRealClock(t *testing.T) {
 			{err: syscall.ECONNRESET},
 			{list: cmList("10", "", cm("b", "6"))},
 		}
-		var mu sync.Mutex
-		lw := &ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				r := replies[0]
-				replies = replies[1:]
-				return r.list, r.err
-			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-		}
+		lw := &scriptLW{lists: slices.Clone(replies)}
 		opts := ReflectorOptions{Clock: fc, UseWatchList: ptr.To(false)}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		r.WatchListPageSize = 1
 		_, stop := startReflector(t, r)
 		time.Sleep(time.Minute) // real (synctest) time; the fake clock stays put
 		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(replies) != 0 {
-			t.Fatalf("%d LIST calls still to come after a minute of real time", len(replies))
+		if left := len(replies) - countCalls(lw, "LIST"); left != 0 {
+			t.Fatalf("%d LIST calls still to come after a minute of real time", left)
 		}
 	})
 }
@@ -242,7 +200,7 @@ func TestOpenWatchArmsNothingOnTheInjectedClock(t *testing.T) {
 		})
 		lw.noWL = true
 		opts := ReflectorOptions{Clock: fc, Backoff: &wait.Backoff{}}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // FuzzReflectorEvents feeds arbitrary watch event sequences (malformed
@@ -132,7 +133,7 @@ func fuzzLister(in fuzzInput) *scriptLW {
 }
 
 func checkReflectorOnEvents(t *testing.T, in fuzzInput) {
-	store := &recordingStore{}
+	store := cachetest.NewRecordingStore(nil)
 	quiet := logr.Discard()
 	lw := fuzzLister(in)
 	r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store,
@@ -147,29 +148,12 @@ func checkReflectorOnEvents(t *testing.T, in fuzzInput) {
 		t.Error("the Reflector stopped asking for watches before using up the input")
 	}
 	stop()
-	calls := storeCalls(store)
+	calls := store.Calls()
 	checkStoreTypes(t, calls)
 	checkNoInventedEvents(t, calls, in)
 	if !in.watchList {
 		checkNoLostEvents(t, calls, in)
 	}
-}
-
-// storeCall is one recorded store call: its op ("Add", "Replace", …)
-// and the object it was given (a Replace's list).
-type storeCall struct {
-	op  string
-	obj interface{}
-}
-
-func storeCalls(s *recordingStore) []storeCall {
-	descs, objs := s.recorded(), s.recordedObjects()
-	out := make([]storeCall, len(descs))
-	for i, d := range descs {
-		op, _, _ := strings.Cut(d, " ")
-		out[i] = storeCall{op: op, obj: objs[i]}
-	}
-	return out
 }
 
 func isConfigMap(obj interface{}) bool {
@@ -178,15 +162,15 @@ func isConfigMap(obj interface{}) bool {
 }
 
 // checkStoreTypes: the store only ever gets ConfigMaps.
-func checkStoreTypes(t *testing.T, calls []storeCall) {
+func checkStoreTypes(t *testing.T, calls []cachetest.StoreCall) {
 	for _, c := range calls {
-		if storeOpIsData(c.op) && !isConfigMap(c.obj) {
-			t.Fatalf("%s with %T", c.op, c.obj)
+		if storeOpIsData(c.Op) && !isConfigMap(c.Object) {
+			t.Fatalf("%s with %T", c.Op, c.Object)
 		}
-		if c.op != "Replace" {
+		if c.Op != cachetest.OpReplace {
 			continue
 		}
-		for _, o := range c.obj.([]interface{}) {
+		for _, o := range c.Items {
 			if !isConfigMap(o) {
 				t.Fatalf("Replace with a %T item", o)
 			}
@@ -195,34 +179,36 @@ func checkStoreTypes(t *testing.T, calls []storeCall) {
 }
 
 // storeOp is the store call a data event leads to.
-var storeOp = map[watch.EventType]string{watch.Added: "Add", watch.Modified: "Update", watch.Deleted: "Delete"}
+var storeOp = map[watch.EventType]cachetest.StoreOp{watch.Added: cachetest.OpAdd, watch.Modified: cachetest.OpUpdate, watch.Deleted: cachetest.OpDelete}
 
 // checkNoInventedEvents: Add, Update and Delete calls follow the input
 // events, in order, object for object.
-func checkNoInventedEvents(t *testing.T, calls []storeCall, in fuzzInput) {
+func checkNoInventedEvents(t *testing.T, calls []cachetest.StoreCall, in fuzzInput) {
 	var events []watch.Event
 	for _, b := range in.batches {
 		events = append(events, b...)
 	}
 	next := 0
 	for _, c := range calls {
-		if storeOpIsData(c.op) {
-			for next < len(events) && (events[next].Object != c.obj || storeOp[events[next].Type] != c.op) {
+		if storeOpIsData(c.Op) {
+			for next < len(events) && (events[next].Object != c.Object || storeOp[events[next].Type] != c.Op) {
 				next++
 			}
 			if next == len(events) {
-				t.Fatalf("store call %s %s matches no later input event", c.op, objectID(c.obj))
+				t.Fatalf("store call %s %s matches no later input event", c.Op, objectID(c.Object))
 			}
 			next++
 		}
 	}
 }
 
-func storeOpIsData(op string) bool { return op == "Add" || op == "Update" || op == "Delete" }
+func storeOpIsData(op cachetest.StoreOp) bool {
+	return op == cachetest.OpAdd || op == cachetest.OpUpdate || op == cachetest.OpDelete
+}
 
 // checkNoLostEvents: with plain watches, every ConfigMap event of a known
 // type that precedes the first ERROR event of its watch reaches the store.
-func checkNoLostEvents(t *testing.T, calls []storeCall, in fuzzInput) {
+func checkNoLostEvents(t *testing.T, calls []cachetest.StoreCall, in fuzzInput) {
 	var want []watch.Event
 	for _, b := range in.batches {
 		for _, ev := range b {
@@ -234,9 +220,9 @@ func checkNoLostEvents(t *testing.T, calls []storeCall, in fuzzInput) {
 			}
 		}
 	}
-	var got []storeCall
+	var got []cachetest.StoreCall
 	for _, c := range calls {
-		if storeOpIsData(c.op) {
+		if storeOpIsData(c.Op) {
 			got = append(got, c)
 		}
 	}
@@ -244,8 +230,8 @@ func checkNoLostEvents(t *testing.T, calls []storeCall, in fuzzInput) {
 		t.Fatalf("the store got %d data calls, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i].obj != want[i].Object || got[i].op != storeOp[want[i].Type] {
-			t.Fatalf("data call %d is %s %s, want %s of the input object", i, got[i].op, objectID(got[i].obj), want[i].Type)
+		if got[i].Object != want[i].Object || got[i].Op != storeOp[want[i].Type] {
+			t.Fatalf("data call %d is %s %s, want %s of the input object", i, got[i].Op, objectID(got[i].Object), want[i].Type)
 		}
 	}
 }

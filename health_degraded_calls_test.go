@@ -102,11 +102,8 @@ func TestHealthDegradedWhileWatchListNeverEnds(t *testing.T) {
 		}
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 		log := &healthLog{start: time.Now()}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
-		_, stop := startReflector(t, r)
-		<-lw.drained
-		synctest.Wait()
-		stop()
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
+		runUntilDrained(t, r, lw)
 		if len(log.changes) != 2 || log.changes[0] != "Degraded/ListFailing@2s" || !strings.HasPrefix(log.changes[1], "Synced/") {
 			t.Fatalf("health changes %q", log.changes)
 		}

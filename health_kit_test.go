@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // The health tests' kit: runners that record the health changes of a
@@ -42,7 +44,7 @@ func runOn(t *testing.T, lw ListerWatcher, inflight *sync.WaitGroup, rnd *rand.R
 	synctest.Test(t, func(t *testing.T) {
 		log := &healthLog{start: time.Now()}
 		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record, Rand: rnd}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		if set != nil {
 			set(r)
 		}

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,7 +59,7 @@ func TestHealthNoAlarmAfterQuietWatchListRelist(t *testing.T) {
 			{events: []watch.Event{ev(watch.Added, cm("a", "5")), bookmark("10", true), errEvent(internalStatus())}},
 			{events: []watch.Event{ev(watch.Added, cm("a", "5")), bookmark("12", true)}, hang: true},
 		})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{OnHealthChange: log.record})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{OnHealthChange: log.record})
 		_, stop := startReflector(t, r)
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -101,19 +100,15 @@ func TestCancelledCycleLeavesNoLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{{closeAfter: 5 * time.Minute}, {delay: time.Hour}})
 		log := &healthLog{start: time.Now()}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record})
-		ctx1, cancel1 := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = r.ListAndWatchWithContext(ctx1) })
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record})
+		cycle := func(ctx context.Context) { _ = r.ListAndWatchWithContext(ctx) }
+		_, stop := startRun(t, cycle)
 		time.Sleep(5*time.Minute + 5*time.Second)
-		cancel1()
-		wg.Wait()
-		ctx2, cancel2 := context.WithCancel(t.Context())
-		wg.Go(func() { _ = r.ListAndWatchWithContext(ctx2) })
+		stop()
+		_, stop = startRun(t, cycle)
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		cancel2()
-		wg.Wait()
+		stop()
 		lw.inflight.Wait()
 		wantChanges(t, log.changes, "Synced/@0s")
 	})

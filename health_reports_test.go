@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // How health changes are reported: notifications, no change for a repeated
@@ -28,7 +30,7 @@ func TestHealthRecoversAndNotifies(t *testing.T) {
 		opts := ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: func(h Health) {
 			seen = append(seen, h.State.String()+"/"+string(h.Reason))
 		}}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		ctx, stop := startReflector(t, r)
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)

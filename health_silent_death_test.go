@@ -56,7 +56,7 @@ func runSilentDeath(t *testing.T, lastSign, want time.Duration) {
 		start := time.Now()
 		var mu sync.Mutex
 		var degradedAt time.Duration
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{
 			UseWatchList: ptr.To(false),
 			OnHealthChange: func(h Health) {
 				mu.Lock()

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // WaitForSync: the cause of not being synced, or none.
@@ -21,7 +23,7 @@ func TestWaitForSyncReturnsTheCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("no list rights"))
 		lw := newScript([]listReply{{err: forbidden}, {err: forbidden}}, nil)
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false)})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false)})
 		ctx, _ := startReflector(t, r)
 		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 		defer wcancel()
@@ -38,7 +40,7 @@ func TestWaitForSyncReturnsTheCause(t *testing.T) {
 
 func TestWaitForSyncWithoutError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := NewReflector(newScript(nil, nil), nil, &recordingStore{}, 0)
+		r := NewReflector(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), 0)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		if err := r.WaitForSync(ctx); !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) {
@@ -67,7 +69,7 @@ func TestWaitForSyncNamesTheFirstFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := newScript([]listReply{tc.reply, tc.reply, tc.reply}, nil)
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false)})
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false)})
 				ctx, _ := startReflector(t, r)
 				wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
@@ -105,7 +107,7 @@ func TestInformerWaitForSyncNamesTheFirstFailure(t *testing.T) {
 func TestWaitForSyncSaysItWaitsForTheWatchListBookmark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), ev(watch.Added, cm("b", "2"))}, hang: true}})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{})
 		inf := NewSharedIndexInformer(newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1"))}, hang: true}}), &corev1.ConfigMap{}, 0, Indexers{})
 		ctx, _ := startReflector(t, r)
 		runInformer(t, inf)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -13,6 +14,26 @@ import (
 func startReflector(t testing.TB, r *Reflector) (ctx context.Context, stop func()) {
 	t.Helper()
 	return startRun(t, r.RunWithContext)
+}
+
+// runUntilDrained runs r (see startReflector) until lw's script has run
+// dry (lw.drained, so lw must come from newScript) and everything in the
+// synctest bubble has settled, then stops it.
+func runUntilDrained(t *testing.T, r *Reflector, lw *scriptLW) {
+	t.Helper()
+	_, stop := startReflector(t, r)
+	<-lw.drained
+	synctest.Wait()
+	stop()
+}
+
+// runFor runs r (see startReflector) for d of synctest time, then stops
+// it: stopped, r has returned.
+func runFor(t testing.TB, r *Reflector, d time.Duration) {
+	t.Helper()
+	_, stop := startReflector(t, r)
+	time.Sleep(d)
+	stop()
 }
 
 // runInformer runs inf the same way and returns its stop.

@@ -38,19 +38,13 @@ func playController(t *testing.T, sc informerScenario, newInformer indexerInform
 		}
 		indexer, ctrl := newInformer(lw, &corev1.ConfigMap{}, resync, log.handler(name), Indexers{NamespaceIndex: MetaNamespaceIndexFunc}, transform)
 		d := &informerDriver{t: t, lw: lw, log: log}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			ctrl.RunWithContext(ctx)
-		}()
+		_, stop := startRun(t, ctrl.RunWithContext)
 		synctest.Wait()
 		sc.steps(d)
 		keys := indexer.ListKeys()
 		slices.Sort(keys)
 		out = append(log.canonical(name), "synced="+boolString(ctrl.HasSynced()), "keys="+strings.Join(keys, ","), "rv="+ctrl.LastSyncResourceVersion())
-		cancel()
-		<-done
+		stop()
 	})
 	return out
 }
@@ -115,19 +109,13 @@ func TestNewRunsAClientGoStyleConfig(t *testing.T) {
 		if ctrl.LastSyncResourceVersion() != "" {
 			t.Error("LastSyncResourceVersion set before Run")
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			ctrl.Run(ctx.Done())
-		}()
+		_, stop := startRun(t, func(ctx context.Context) { ctrl.Run(ctx.Done()) })
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		if !ctrl.HasSynced() || ctrl.LastSyncResourceVersion() != "10" || handled.Load() != 1 {
 			t.Errorf("synced %v, rv %q, errors handled %d; want true, 10, 1", ctrl.HasSynced(), ctrl.LastSyncResourceVersion(), handled.Load())
 		}
-		cancel()
-		<-done
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.Join(popped, ";") != "Replaced a@5" {

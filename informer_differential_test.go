@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -54,12 +53,7 @@ func playInformer(t *testing.T, sc informerScenario, newInformer informerConstru
 		for _, h := range sc.handlers {
 			d.add(h, sc.resyncs[h])
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			inf.RunWithContext(ctx)
-		}()
+		stop := runInformer(t, inf)
 		synctest.Wait()
 		sc.steps(d)
 		for name, reg := range d.regs {
@@ -69,8 +63,7 @@ func playInformer(t *testing.T, sc informerScenario, newInformer informerConstru
 		slices.Sort(keys)
 		out["informer"] = []string{"synced=" + boolString(inf.HasSynced()), "rv=" + inf.LastSyncResourceVersion(),
 			"storeRV=" + inf.GetIndexer().LastStoreSyncResourceVersion(), "keys=" + strings.Join(keys, ",")}
-		cancel()
-		<-done
+		stop()
 		if !inf.IsStopped() {
 			t.Error("IsStopped is false after Run returned")
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // capturedLog is a funcr logger's output.
@@ -44,7 +46,7 @@ func TestLoggerOptionUnlessTheContextCarriesOne(t *testing.T) {
 			lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{{err: forbidden}})
 			lw.noWL = true
 			l := opt.logger()
-			r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{Name: "logged", Logger: &l})
+			r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{Name: "logged", Logger: &l})
 			ctx := t.Context()
 			if withContextLogger {
 				ctx = logr.NewContext(ctx, inCtx.logger())

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -128,13 +127,7 @@ func TestInformerReflectorNameFromItsOptions(t *testing.T) {
 			if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				inf.RunWithContext(ctx)
-			}()
-			stops = append(stops, func() { cancel(); <-done })
+			stops = append(stops, runInformer(t, inf))
 		}
 		_, a := abcInformer()
 		_, b := abcInformer()

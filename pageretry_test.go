@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,42 +15,30 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var calls []string
 		start := time.Now()
-		replies := []listReply{
+		lw := newScript([]listReply{
 			{list: cmList("10", "tok1", cm("a", "5"))},
 			{err: apierrors.NewTooManyRequests("busy", 7)},
 			{err: connectionRefused()},
 			{list: cmList("", "tok2", cm("b", "6"))},
 			{err: apierrors.NewServiceUnavailable("restarting")},
 			{list: cmList("", "", cm("c", "7"))},
-		}
-		lw := &ListWatch{
-			ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, fmt.Sprintf("%s %s", time.Since(start).Round(time.Second), describeOptions(o)))
-				r := replies[0]
-				replies = replies[1:]
-				return r.list, r.err
-			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-		}
-		store := &recordingStore{}
+		}, nil)
+		store := cachetest.NewRecordingStore(nil)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
 		ctx, stop := startReflector(t, r)
 		if err := r.WaitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}
 		stop()
+		calls := listsAt(lw, start)
 		if len(calls) != 6 || !strings.HasSuffix(calls[0], `rv="0" limit=500`) {
 			t.Fatalf("calls %q", calls)
 		}
@@ -63,13 +50,26 @@ func TestFailedPageIsRetriedFromItsContinueToken(t *testing.T) {
 		if !strings.HasPrefix(calls[2], "7s ") {
 			t.Errorf("retry after a 429 with Retry-After 7 came at %q", calls[2])
 		}
-		if got := store.recorded(); len(got) != 1 || got[0] != "Replace rv=10 [ns/a@5 ns/b@6 ns/c@7]" {
+		if got := store.CallStrings(); len(got) != 1 || got[0] != "Replace rv=10 [ns/a@5 ns/b@6 ns/c@7]" {
 			t.Fatalf("store calls %q", got)
 		}
 		if st := r.Stats(); st.ListPageRetries != 3 || st.Lists[ListInitial] != 1 || st.Lists[ListRetry] != 0 {
 			t.Fatalf("stats: page retries %d, lists %v", st.ListPageRetries, st.Lists)
 		}
 	})
+}
+
+// listsAt renders each LIST lw got as "<time since start> <options>",
+// once lw is called no more.
+func listsAt(lw *scriptLW, start time.Time) []string {
+	var out []string
+	at := lw.arrivals("LIST", start)
+	for _, c := range lw.recorded() {
+		if opts, ok := strings.CutPrefix(c, "LIST "); ok {
+			out = append(out, fmt.Sprintf("%s %s", at[len(out)].Round(time.Second), opts))
+		}
+	}
+	return out
 }
 
 func TestPageRetriesAreBoundedAndCanBeTurnedOff(t *testing.T) {
@@ -92,7 +92,7 @@ func TestPageRetriesAreBoundedAndCanBeTurnedOff(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := newScript(failing(len(tc.want)-2), nil)
 				lw.noWL = true
-				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), ListPageRetries: tc.retries})
+				r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), ListPageRetries: tc.retries})
 				runUntilDrained(t, r, lw)
 				calls := lw.recorded()
 				for i, w := range tc.want {
@@ -118,7 +118,7 @@ func TestPageRetryStopsOnNonTransientErrorsAndCancel(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		lw := &scriptLW{lists: []listReply{{list: cmList("1", "t", cm("a", "1"))}, {err: connectionRefused()}}}
-		r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, noWatchList)
+		r := NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), noWatchList)
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {

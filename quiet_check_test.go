@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // healthTimeline records when health changed, from start.
@@ -41,7 +43,7 @@ func (h *healthTimeline) firstDegraded() (Health, time.Duration, bool) {
 }
 
 func quietReflector(lw *scriptLW, tl *healthTimeline) *Reflector {
-	return NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{
+	return NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{
 		UseWatchList:      ptr.To(false),
 		QuietCheckAfter:   5 * time.Second,
 		QuietCheckTimeout: 3 * time.Second,
@@ -116,14 +118,4 @@ func TestQuietCheckAnsweredKeepsHealth(t *testing.T) {
 			}
 		}
 	})
-}
-
-func countCalls(lw *scriptLW, verb string) int {
-	n := 0
-	for _, c := range lw.recorded() {
-		if strings.HasPrefix(c, verb) {
-			n++
-		}
-	}
-	return n
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // relistDelay plays sc against one Reflector and returns how long after
@@ -20,13 +21,10 @@ func relistDelay(t *testing.T, sc scenario, run reflectorUnderTest) time.Duratio
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(slices.Clone(sc.lists), slices.Clone(sc.watches))
 		lw.noWL = sc.noWatchList
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { run(ctx, sc, lw, &recordingStore{}) })
+		_, stop := startRun(t, func(ctx context.Context) { run(ctx, sc, lw, cachetest.NewRecordingStore(nil)) })
 		<-lw.drained
 		synctest.Wait()
-		cancel()
-		wg.Wait()
+		stop()
 		lw.inflight.Wait()
 		lists := 0
 		for i, v := range lw.verbs() {

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // zeroSource makes a rand.Rand whose draws are all zero, so that watch
@@ -34,7 +36,7 @@ func TestWatchSilentFromTheStartIsStalledPastItsTimeout(t *testing.T) {
 		lw.noWL = true
 		opts := noWatchList
 		opts.Rand = rand.New(zeroSource{})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		startReflector(t, r)
 		<-lw.drained // the silent watch is open, asked to end in 5 minutes
 		time.Sleep(defaultMinWatchTimeout + defaultStallWindow - time.Second)
@@ -70,7 +72,7 @@ func TestRejectedResourceVersionIsGivenUp(t *testing.T) {
 				{err: apierrors.NewBadRequest("resourceVersion: invalid value 'garbage'")},
 			})
 		lw.noWL = true
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
 		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		want := []string{`LIST rv="0"`, `WATCH rv="10"`, `WATCH rv="garbage"`, `LIST rv="garbage"`, `LIST rv=""`, `WATCH rv="20"`}
@@ -96,7 +98,7 @@ func TestEventWithoutResourceVersionKeepsThePosition(t *testing.T) {
 			{events: []watch.Event{ev(watch.Modified, cm("a", "11")), ev(watch.Modified, cm("a", ""))}, closeAfter: 2 * time.Second},
 		})
 		lw.noWL = true
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
 		runUntilDrained(t, r, lw)
 		if calls := lw.recorded(); len(calls) != 3 || !strings.HasPrefix(calls[2], `WATCH rv="11"`) {
 			t.Fatalf("calls %q: want the re-watch from 11", calls)

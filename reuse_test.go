@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // The state before and after the relist of the reuse tests: a unchanged,
@@ -177,7 +179,7 @@ func TestHeldInOnlyPlainStores(t *testing.T) {
 		"client-go transformer":       {clientgocache.NewStore(clientgocache.MetaNamespaceKeyFunc, clientgocache.WithTransformer(identity)), false},
 		"DeltaFIFO":                   {clientgocache.NewDeltaFIFOWithOptions(clientgocache.DeltaFIFOOptions{}), false},
 		"RealFIFO":                    {clientgocache.NewRealFIFOWithOptions(clientgocache.RealFIFOOptions{KeyFunction: MetaNamespaceKeyFunc, AtomicEvents: true}), false},
-		"store without Get":           {&recordingStore{}, false},
+		"store without Get":           {struct{ ReflectorStore }{cachetest.NewRecordingStore(nil)}, false},
 		"transforming store with Get": {transformingMapStore{NewStore(MetaNamespaceKeyFunc), identity}, false},
 	}
 	for name, c := range cases {

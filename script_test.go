@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,19 +16,23 @@ import (
 )
 
 // listReply is what the scripted ListerWatcher answers to one LIST, after
-// delay (a call that blocks; the caller's context ending cuts it short).
+// delay (a call that blocks; the caller's context ending cuts it short)
+// and, if block is set, once block is closed (a client that ignores its
+// context: the caller's context ending does not cut that wait short).
 type listReply struct {
 	list  runtime.Object
 	err   error
 	delay time.Duration
+	block <-chan struct{}
 }
 
-// watchReply is what it answers to one WATCH, after delay (a call that
-// blocks; the caller's context ending cuts it short): an error, a watch
-// that delivers events and then closes (after closeAfter), ends with an
-// error event, or stays open forever (hang), or w, a watch the test drives.
+// watchReply is what it answers to one WATCH, after delay and block (as a
+// listReply's): an error, a watch that delivers events and then closes
+// (after closeAfter), ends with an error event, or stays open forever
+// (hang), or w, a watch the test drives.
 type watchReply struct {
 	delay      time.Duration
+	block      <-chan struct{}
 	err        error
 	events     []watch.Event
 	closeAfter time.Duration
@@ -39,10 +42,11 @@ type watchReply struct {
 
 // scriptLW is the tests' one scripted ListerWatcher. It answers LIST and
 // WATCH calls from two queues and records every call with the (synctest)
-// time it arrived at. When a queue runs dry, LISTs block until their
-// context ends, and each WATCH gets a fresh fake watch, open and silent
-// until the test feeds it (current is the latest); drained, if made (see
-// newScript), is closed at the first such call. A reply is forgotten once
+// time it arrived at. When a queue runs dry (and listAgain or watchAgain
+// does not answer instead), LISTs block until their context ends, and
+// each WATCH gets a fresh fake watch, open and silent until the test
+// feeds it (current is the latest); drained, if made (see newScript), is
+// closed at the first such call. A reply is forgotten once
 // served, as a client forgets a decoded page. Its zero value, with
 // lists and noWL set as needed, is a ListerWatcher a test drives step by
 // step: LISTs from the queue, every watch fed by the test.
@@ -63,6 +67,15 @@ type scriptLW struct {
 	// listAgain, if set, answers every LIST once the list queue is dry,
 	// instead of blocking (a server that always lists the same objects).
 	listAgain runtime.Object
+	// watchAgain, if set, answers every WATCH once the watch queue is dry,
+	// instead of a fresh silent watch (a server that always answers the
+	// same way).
+	watchAgain *watchReply
+	// onCall, if set, is called with each call as recorded (e.g.
+	// `WATCH rv="1" ...`), after it is recorded and before it is answered,
+	// without the script's lock held: a test's hook for what happens on
+	// the server's side of a call (a clock that moves, a round trip).
+	onCall func(call string)
 }
 
 func newScript(lists []listReply, watches []watchReply) *scriptLW {
@@ -75,6 +88,44 @@ func (s *scriptLW) IsWatchListSemanticsUnSupported() bool { return s.noWL }
 func (s *scriptLW) record(call string) {
 	s.calls = append(s.calls, call)
 	s.times = append(s.times, time.Now())
+}
+
+// hook runs the onCall hook, if any, on call; s.mu is not held.
+func (s *scriptLW) hook(call string) {
+	if s.onCall != nil {
+		s.onCall(call)
+	}
+}
+
+// holdReply waits for block to close (whatever ctx says), then for delay
+// unless ctx ends first, whose error it then returns.
+func holdReply(ctx context.Context, block <-chan struct{}, delay time.Duration) error {
+	if block != nil {
+		<-block
+	}
+	if delay <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(delay):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// arrivals is how long after since each call of verb (LIST or WATCH)
+// arrived, in order.
+func (s *scriptLW) arrivals(verb string, since time.Time) []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Duration
+	for i, c := range s.calls {
+		if strings.HasPrefix(c, verb+" ") {
+			out = append(out, s.times[i].Sub(since))
+		}
+	}
+	return out
 }
 
 // dry marks the script drained: a queue has run dry.
@@ -107,6 +158,17 @@ func (s *scriptLW) verbs() []string {
 	return out
 }
 
+// countCalls is how many calls lw got whose verb is verb (LIST or WATCH).
+func countCalls(lw *scriptLW, verb string) int {
+	n := 0
+	for _, c := range lw.recorded() {
+		if strings.HasPrefix(c, verb) {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *scriptLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	return s.ListWithContext(context.Background(), o)
 }
@@ -116,58 +178,66 @@ func (s *scriptLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
 }
 
 func (s *scriptLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	call := "LIST " + describeOptions(o)
 	s.mu.Lock()
-	s.record("LIST " + describeOptions(o))
-	if len(s.lists) == 0 && s.listAgain != nil {
-		s.mu.Unlock()
-		return s.listAgain.DeepCopyObject(), nil
+	s.record(call)
+	queued := len(s.lists) > 0
+	var r listReply
+	if queued {
+		r = s.lists[0]
+		s.lists[0] = listReply{}
+		s.lists = s.lists[1:]
 	}
-	if len(s.lists) == 0 {
-		s.mu.Unlock()
+	s.mu.Unlock()
+	s.hook(call)
+	switch {
+	case !queued && s.listAgain != nil:
+		return s.listAgain.DeepCopyObject(), nil
+	case !queued:
 		s.dry()
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	r := s.lists[0]
-	s.lists[0] = listReply{}
-	s.lists = s.lists[1:]
-	s.mu.Unlock()
 	if o.Continue != "" && s.onContinue != nil {
 		s.onContinue()
 	}
-	if r.delay > 0 {
-		select {
-		case <-time.After(r.delay):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := holdReply(ctx, r.block, r.delay); err != nil {
+		return nil, err
 	}
 	return r.list, r.err
 }
 
 func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	call := "WATCH " + describeOptions(o)
 	s.mu.Lock()
-	s.record("WATCH " + describeOptions(o))
-	if len(s.watches) == 0 {
+	s.record(call)
+	var r watchReply
+	switch {
+	case len(s.watches) > 0:
+		r, s.watches = s.watches[0], s.watches[1:]
+	case s.watchAgain != nil:
+		r = *s.watchAgain
+	default:
 		w := watch.NewFakeWithChanSize(64, false)
 		s.watchers = append(s.watchers, w)
 		s.mu.Unlock()
+		s.hook(call)
 		s.dry()
 		return w, nil
 	}
-	r := s.watches[0]
-	s.watches = s.watches[1:]
 	s.mu.Unlock()
-	if r.delay > 0 {
-		select {
-		case <-time.After(r.delay):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	s.hook(call)
+	if err := holdReply(ctx, r.block, r.delay); err != nil {
+		return nil, err
 	}
 	if r.err != nil || r.w != nil {
 		return r.w, r.err
 	}
+	return s.serve(r), nil
+}
+
+// serve is a watch delivering r's events, then closing as r says.
+func (s *scriptLW) serve(r watchReply) watch.Interface {
 	ch := make(chan watch.Event, len(r.events))
 	for _, e := range r.events {
 		ch <- e
@@ -189,7 +259,7 @@ func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (
 	default:
 		close(ch)
 	}
-	return w, nil
+	return w
 }
 
 func (s *scriptLW) recorded() []string {
@@ -228,60 +298,8 @@ func describeOptions(o metav1.ListOptions) string {
 	return b.String()
 }
 
-// recordingStore records store calls as text, Replace contents sorted,
-// and beside each the object it was given (a Replace's list).
-type recordingStore struct {
-	mu      sync.Mutex
-	calls   []string
-	objects []interface{}
-	// fail makes calls of the named op return an error.
-	fail map[string]error
-}
-
-func (s *recordingStore) record(op string, obj interface{}) error {
-	return s.recordAs(op, objectID(obj), obj)
-}
-
-// recordAs records a call of op described as desc, given obj.
-func (s *recordingStore) recordAs(op, desc string, obj interface{}) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, op+" "+desc)
-	s.objects = append(s.objects, obj)
-	return s.fail[op]
-}
-
-func (s *recordingStore) Add(obj interface{}) error    { return s.record("Add", obj) }
-func (s *recordingStore) Update(obj interface{}) error { return s.record("Update", obj) }
-func (s *recordingStore) Delete(obj interface{}) error { return s.record("Delete", obj) }
-func (s *recordingStore) Resync() error                { return s.record("Resync", nil) }
-
-func (s *recordingStore) Replace(list []interface{}, rv string) error {
-	ids := make([]string, len(list))
-	for i, o := range list {
-		ids[i] = objectID(o)
-	}
-	sort.Strings(ids)
-	return s.recordAs("Replace", fmt.Sprintf("rv=%s [%s]", rv, strings.Join(ids, " ")), list)
-}
-
-// recordedObjects is the object given with each call recorded.
-func (s *recordingStore) recordedObjects() []interface{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]interface{}(nil), s.objects...)
-}
-
-func (s *recordingStore) Bookmark(rv string) error { return s.record("Bookmark", "rv="+rv) }
-
-func (s *recordingStore) UpdateResourceVersion(rv string) { _ = s.record("RV", "rv="+rv) }
-
-func (s *recordingStore) recorded() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.calls...)
-}
-
+// objectID renders obj as "namespace/name@resourceVersion" (a string as
+// itself, any other non-object by its type).
 func objectID(obj interface{}) string {
 	switch o := obj.(type) {
 	case nil:

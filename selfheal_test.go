@@ -3,25 +3,17 @@ package cache
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-)
 
-// runUntilDrained runs r until lw's script runs dry and everything settles.
-func runUntilDrained(t *testing.T, r *Reflector, lw *scriptLW) {
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { <-lw.drained; synctest.Wait(); cancel() }()
-	r.RunWithContext(ctx)
-}
+	"github.com/kreflector/cache/cachetest"
+)
 
 func TestStaleRVLoopBreaksAfterThreshold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -33,7 +25,7 @@ func TestStaleRVLoopBreaksAfterThreshold(t *testing.T) {
 			[]listReply{stuck, stuck, stuck, {list: cmList("50", "", cm("a", "45"))}},
 			[]watchReply{expired, expired, expired})
 		lw.noWL = true
-		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		r := NewReflector(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), 0)
 		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		want := []string{`LIST rv="0"`, `WATCH rv="10"`, `LIST rv="10"`, `WATCH rv="10"`, `LIST rv="10"`, `WATCH rv="10"`, `LIST rv=""`, `WATCH rv="50"`}
@@ -54,7 +46,7 @@ func TestStaleRVBreakerCanBeTurnedOff(t *testing.T) {
 		expired := watchReply{events: []watch.Event{errEvent(expiredStatus())}, closeAfter: 2 * time.Second}
 		stuck := listReply{list: cmList("10", "", cm("a", "5"))}
 		lw := newScript([]listReply{stuck, stuck, stuck, stuck}, []watchReply{expired, expired, expired})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{UseWatchList: ptr.To(false), StaleRVThreshold: -1})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), StaleRVThreshold: -1})
 		runUntilDrained(t, r, lw)
 		if calls := lw.recorded(); !strings.HasPrefix(calls[6], `LIST rv="10"`) {
 			t.Fatalf("with the breaker off the fourth list stays at RV 10: %q", calls)
@@ -64,27 +56,12 @@ func TestStaleRVBreakerCanBeTurnedOff(t *testing.T) {
 
 func TestRetryAfterIsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var at []time.Duration
 		start := time.Now()
 		throttled := apierrors.NewTooManyRequests("busy", 45)
-		lw := &ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return cmList("1", ""), nil },
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				at = append(at, time.Since(start))
-				if len(at) == 1 {
-					return nil, throttled
-				}
-				return watch.NewFake(), nil
-			},
-		}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		r.RunWithContext(ctx)
-		if len(at) != 2 || at[1] != 45*time.Second {
+		lw := &scriptLW{listAgain: cmList("1", ""), watches: []watchReply{{err: throttled}}}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
+		runFor(t, r, 2*time.Minute)
+		if at := lw.arrivals("WATCH", start); len(at) != 2 || at[1] != 45*time.Second {
 			t.Fatalf("watches at %v; the retry must wait the 45 s Retry-After", at)
 		}
 	})
@@ -96,7 +73,7 @@ func TestWatchListRefusalIsRemembered(t *testing.T) {
 		expired := watchReply{events: []watch.Event{ev(watch.Added, cm("b", "11")), errEvent(expiredStatus())}}
 		lw := newScript([]listReply{base, base},
 			[]watchReply{{err: apierrors.NewBadRequest("unknown parameter sendInitialEvents")}, expired})
-		r := NewReflector(lw, &corev1.ConfigMap{}, &recordingStore{}, 0)
+		r := NewReflector(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), 0)
 		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		if len(calls) != 5 || !strings.HasPrefix(calls[3], "LIST") {
@@ -106,7 +83,7 @@ func TestWatchListRefusalIsRemembered(t *testing.T) {
 }
 
 func TestWatchListRefusalMemoryExpires(t *testing.T) {
-	r := NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: time.Minute})
+	r := NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), ReflectorOptions{WatchListRefusalMemory: time.Minute})
 	now := time.Unix(100, 0)
 	r.server.watchListRefused(now)
 	if r.server.wantsWatchList(now.Add(30*time.Second)) || !r.server.wantsWatchList(now.Add(time.Minute)) {
@@ -115,7 +92,7 @@ func TestWatchListRefusalMemoryExpires(t *testing.T) {
 	if classify(atWatchListOpen, apierrors.NewInternalError(context.Canceled), facts{}).refusedWatchList {
 		t.Fatal("a transient failure is not a refusal")
 	}
-	r = NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: -1})
+	r = NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), ReflectorOptions{WatchListRefusalMemory: -1})
 	r.server.watchListRefused(now)
 	if !r.server.wantsWatchList(now) {
 		t.Fatal("a negative memory must ask again every cycle")

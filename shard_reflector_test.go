@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // shardedCM is a ConfigMap whose UID hashes into s (in) or out of it.
@@ -52,7 +54,7 @@ func TestShardedReflectorSendsSelector(t *testing.T) {
 		a, b := shardedCM(t, s, "a", "2", true), shardedCM(t, s, "b", "3", true)
 		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s)}},
 			[]watchReply{{events: []watch.Event{ev(watch.Added, b)}, hang: true}})
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := newShardedReflector(lw, store, s, false)
 		startReflector(t, r)
 		<-lw.drained
@@ -62,7 +64,7 @@ func TestShardedReflectorSendsSelector(t *testing.T) {
 				t.Errorf("call %q does not carry the shard selector", call)
 			}
 		}
-		if got := store.recorded(); !slices.Contains(got, "Add ns/b@3") {
+		if got := store.CallStrings(); !slices.Contains(got, "Add ns/b@3") {
 			t.Errorf("store calls %q, want b added", got)
 		}
 		if h := r.Health(); h.State != Synced {
@@ -93,7 +95,7 @@ func TestShardIgnoredListIsRefused(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				good := echoed(cmList("7", "", shardedCM(t, s, "c", "6", true)), s)
 				lw := newScript([]listReply{{list: bad(t)}, {list: bad(t)}, {list: good}}, nil)
-				store := &recordingStore{}
+				store := cachetest.NewRecordingStore(nil)
 				r := newShardedReflector(lw, store, s, false)
 				ctx, _ := startReflector(t, r)
 				wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -108,7 +110,7 @@ func TestShardIgnoredListIsRefused(t *testing.T) {
 				if err := r.WaitForSync(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if got := store.recorded(); len(got) == 0 || got[0] != "Replace rv=7 [ns/c@6]" {
+				if got := store.CallStrings(); len(got) == 0 || got[0] != "Replace rv=7 [ns/c@6]" {
 					t.Fatalf("store calls %q, want only the sharded LIST's Replace", got)
 				}
 				if n := len(lw.recorded()); n < 3 {
@@ -129,7 +131,7 @@ func TestShardIgnoredBacksOff(t *testing.T) {
 			lists = append(lists, listReply{list: cmList("5", "", shardedCM(t, s, "a", "2", true))})
 		}
 		lw := newScript(lists, nil)
-		r := newShardedReflector(lw, &recordingStore{}, s, false)
+		r := newShardedReflector(lw, cachetest.NewRecordingStore(nil), s, false)
 		startReflector(t, r)
 		time.Sleep(time.Minute)
 		if n := len(lw.recorded()); n < 3 || n > 10 {
@@ -145,7 +147,7 @@ func TestShardRejectedIsReportedAtOnce(t *testing.T) {
 		s := mustShard(t, 0, 2)
 		bad := apierrors.NewBadRequest("unsupported field path \"object.metadata.name\"")
 		lw := newScript([]listReply{{err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}, {err: bad}}, nil)
-		r := newShardedReflector(lw, &recordingStore{}, s, false)
+		r := newShardedReflector(lw, cachetest.NewRecordingStore(nil), s, false)
 		startReflector(t, r)
 		time.Sleep(100 * time.Millisecond)
 		h := r.Health()
@@ -168,11 +170,11 @@ func TestShardIgnoredWatchIsRefused(t *testing.T) {
 		lw := newScript(
 			[]listReply{{list: echoed(cmList("5", ""), s)}, {list: echoed(cmList("9", ""), s)}},
 			[]watchReply{{events: []watch.Event{ev(watch.Added, in), ev(watch.Added, out)}, hang: true}})
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := newShardedReflector(lw, store, s, false)
 		startReflector(t, r)
 		time.Sleep(200 * time.Millisecond)
-		got := store.recorded()
+		got := store.CallStrings()
 		if !slices.Contains(got, "Add ns/in@6") || slices.Contains(got, "Add ns/out@7") {
 			t.Fatalf("store calls %q: want in added and out never", got)
 		}
@@ -195,13 +197,13 @@ func TestShardFilterLocally(t *testing.T) {
 		c, d := shardedCM(t, s, "c", "6", false), shardedCM(t, s, "d", "7", true)
 		lw := newScript([]listReply{{list: cmList("5", "", a, b)}},
 			[]watchReply{{events: []watch.Event{ev(watch.Added, c), ev(watch.Added, d), ev(watch.Deleted, b)}, hang: true}})
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := newShardedReflector(lw, store, s, true)
 		startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
 		want := []string{"Replace rv=5 [ns/a@2]", "Add ns/d@7"}
-		got := store.recorded()
+		got := store.CallStrings()
 		if len(got) < 2 || got[0] != want[0] || !slices.Contains(got, want[1]) || slices.ContainsFunc(got, func(s string) bool {
 			return strings.Contains(s, "ns/b") || strings.Contains(s, "ns/c")
 		}) {
@@ -222,7 +224,7 @@ func TestShardFilterLocallyRefusesOtherEcho(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := mustShard(t, 0, 2)
 		lw := newScript([]listReply{{list: echoed(cmList("5", ""), mustShard(t, 1, 2))}}, nil)
-		r := newShardedReflector(lw, &recordingStore{}, s, true)
+		r := newShardedReflector(lw, cachetest.NewRecordingStore(nil), s, true)
 		startReflector(t, r)
 		time.Sleep(100 * time.Millisecond)
 		if h := r.Health(); h.Reason != ReasonShardIgnored || !strings.Contains(h.LastError.Error(), "ListerWatcher") {
@@ -238,12 +240,12 @@ func TestShardIgnoredWatchListIsRefused(t *testing.T) {
 		s := mustShard(t, 0, 2)
 		out := shardedCM(t, s, "out", "4", false)
 		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, out), bookmark("5", true)}, hang: true}})
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{Shard: &s})
 		startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
-		if got := store.recorded(); len(got) != 0 {
+		if got := store.CallStrings(); len(got) != 0 {
 			t.Fatalf("store calls %q, want none", got)
 		}
 		if h := r.Health(); h.Reason != ReasonShardIgnored {
@@ -259,7 +261,7 @@ func TestSetShardRelists(t *testing.T) {
 		s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
 		a, b := shardedCM(t, s0, "a", "2", true), shardedCM(t, s1, "b", "3", true)
 		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := newShardedReflector(lw, store, s0, false)
 		ctx, _ := startReflector(t, r)
 		if err := r.WaitForShard(ctx, s0); err != nil {
@@ -272,7 +274,7 @@ func TestSetShardRelists(t *testing.T) {
 		if err := r.WaitForShard(ctx, s1); err != nil {
 			t.Fatal(err)
 		}
-		if got := store.recorded(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
+		if got := store.CallStrings(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
 			t.Fatalf("WaitForShard returned before the new shard was Replaced: %q", got)
 		}
 		<-lw.drained
@@ -281,7 +283,7 @@ func TestSetShardRelists(t *testing.T) {
 		if len(calls) < 3 || !strings.HasPrefix(calls[2], "LIST") || !strings.HasSuffix(calls[2], "shard="+s1.String()) {
 			t.Fatalf("calls %q, want a LIST with the new selector third", calls)
 		}
-		if got := store.recorded(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
+		if got := store.CallStrings(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
 			t.Fatalf("store calls %q, want the new shard Replaced", got)
 		}
 		if !r.Shard().Equal(s1) || r.Stats().Lists[ListReshard] != 1 {
@@ -291,7 +293,7 @@ func TestSetShardRelists(t *testing.T) {
 }
 
 func TestSetShardErrors(t *testing.T) {
-	unsharded := NewReflector(newScript(nil, nil), &corev1.ConfigMap{}, &recordingStore{}, 0)
+	unsharded := NewReflector(newScript(nil, nil), &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), 0)
 	if err := unsharded.SetShard(mustShard(t, 0, 2)); !errors.Is(err, ErrNotSharded) {
 		t.Errorf("SetShard on an unsharded Reflector = %v, want ErrNotSharded", err)
 	}
@@ -300,11 +302,11 @@ func TestSetShardErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	never := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
+	never := newShardedReflector(newScript(nil, nil), cachetest.NewRecordingStore(nil), mustShard(t, 0, 2), false)
 	if err := never.WaitForShard(ctx, mustShard(t, 0, 2)); !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitForShard with an ended context = %v", err)
 	}
-	r := newShardedReflector(newScript(nil, nil), &recordingStore{}, mustShard(t, 0, 2), false)
+	r := newShardedReflector(newScript(nil, nil), cachetest.NewRecordingStore(nil), mustShard(t, 0, 2), false)
 	if err := r.SetShard(Shard{}); !errors.Is(err, ErrInvalidShard) {
 		t.Errorf("SetShard(zero) = %v, want ErrInvalidShard", err)
 	}
@@ -313,7 +315,7 @@ func TestSetShardErrors(t *testing.T) {
 			t.Errorf("panic %v, want one naming the zero Shard", p)
 		}
 	}()
-	NewReflectorWithOptions(newScript(nil, nil), nil, &recordingStore{}, ReflectorOptions{Shard: &Shard{}})
+	NewReflectorWithOptions(newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), ReflectorOptions{Shard: &Shard{}})
 }
 
 // A watch stream is checked until it has shown, in a row, enough objects

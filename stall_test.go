@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 func TestSilentWatchAfterBookmarkIsStalled(t *testing.T) {
@@ -23,7 +24,7 @@ func TestSilentWatchAfterBookmarkIsStalled(t *testing.T) {
 		var states []string
 		opts := noWatchList
 		opts.OnHealthChange = func(h Health) { states = append(states, h.State.String()+"/"+string(h.Reason)) }
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		_, stop := startReflector(t, r)
 		time.Sleep(defaultStallWindow - time.Second)
 		synctest.Wait()
@@ -49,10 +50,8 @@ func TestSilentWatchWithoutBookmarksIsNotStalled(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{
 			{events: []watch.Event{ev(watch.Modified, cm("a", "11"))}, hang: true},
 		})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, noWatchList)
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
-		defer cancel()
-		r.RunWithContext(ctx)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), noWatchList)
+		runFor(t, r, 30*time.Minute)
 		if calls := lw.recorded(); len(calls) != 2 {
 			t.Fatalf("a server that never sends bookmarks must not be called stalled: %q", calls)
 		}
@@ -67,7 +66,7 @@ func TestWatchListEndBookmarkDoesNotStartTheWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), bookmark("2", true)}, hang: true}})
 		opts := ReflectorOptions{Rand: rand.New(zeroSource{})}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		startReflector(t, r)
 		<-lw.drained
 		time.Sleep(defaultMinWatchTimeout + defaultStallWindow - time.Second)
@@ -164,7 +163,7 @@ func TestCleanCloseAfterStallEndsDegraded(t *testing.T) {
 		var states []string
 		opts := noWatchList
 		opts.OnHealthChange = func(h Health) { states = append(states, h.State.String()+"/"+string(h.Reason)) }
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		startReflector(t, r)
 		time.Sleep(defaultStallWindow + time.Minute)
 		synctest.Wait()

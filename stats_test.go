@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // fakeMetrics is a ReflectorMetricsProvider keeping every series in a map keyed
@@ -107,7 +109,7 @@ func TestStatsCountWhatTheReflectorDid(t *testing.T) {
 		lw := statsScript()
 		metrics := newFakeMetrics(t)
 		opts := ReflectorOptions{Name: "cms", UseWatchList: ptr.To(false), Metrics: metrics}
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, opts)
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), opts)
 		_, stop := startReflector(t, r)
 		<-lw.drained
 		synctest.Wait()
@@ -163,7 +165,7 @@ func TestStatsCountWatchRequestsThatFailed(t *testing.T) {
 			{hang: true},
 		})
 		lw.noWL = true
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{})
 		runUntilDrained(t, r, lw)
 		st := r.Stats()
 		checkCounts(t, "WatchEnds", st.WatchEnds, map[WatchEndCause]uint64{WatchInternalError: 2, WatchUnreachable: 1}, WatchEndCauses)
@@ -189,7 +191,7 @@ func TestStatsOfWatchListAndItsFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}},
 			[]watchReply{{err: apierrors.NewBadRequest("no")}, {hang: true}})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{WatchListRefusalMemory: -1})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{WatchListRefusalMemory: -1})
 		runUntilDrained(t, r, lw)
 		st := r.Stats()
 		checkCounts(t, "WatchLists", st.WatchLists, map[ListCause]uint64{ListInitial: 1}, ListCauses)
@@ -200,7 +202,7 @@ func TestStatsOfWatchListAndItsFallback(t *testing.T) {
 		lw := newScript(nil, []watchReply{
 			{events: []watch.Event{errEvent(expiredStatus())}},
 			{events: []watch.Event{ev(watch.Added, cm("a", "5")), ev(watch.Added, cm("b", "6")), bookmark("10", true)}, hang: true}})
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{})
 		runUntilDrained(t, r, lw)
 		st := r.Stats()
 		checkCounts(t, "WatchLists", st.WatchLists, map[ListCause]uint64{ListInitial: 1, ListExpired: 1}, ListCauses)
@@ -216,7 +218,7 @@ func TestListAndWatchOnItsOwnOpensAndDeletesMetrics(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("1", "")}}, nil)
 		lw.noWL = true
 		metrics := newFakeMetrics(t)
-		r := NewReflectorWithOptions(lw, nil, &recordingStore{}, ReflectorOptions{Name: "solo", Metrics: metrics})
+		r := NewReflectorWithOptions(lw, nil, cachetest.NewRecordingStore(nil), ReflectorOptions{Name: "solo", Metrics: metrics})
 		stop := make(chan struct{})
 		errc := make(chan error, 1)
 		go func() { errc <- r.ListAndWatch(stop) }()

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // valueObject is a runtime.Object held by value, not by pointer.
@@ -56,7 +58,7 @@ func TestIsNilObject(t *testing.T) {
 // handler of client-go's fake source, writes into the objects it is handed:
 // it sets their resourceVersion to "999".
 type rewritingStore struct {
-	recordingStore
+	*cachetest.RecordingStore
 }
 
 func (s *rewritingStore) rewrite(obj interface{}) interface{} {
@@ -64,12 +66,12 @@ func (s *rewritingStore) rewrite(obj interface{}) interface{} {
 	return obj
 }
 
-func (s *rewritingStore) Add(obj interface{}) error { return s.recordingStore.Add(s.rewrite(obj)) }
+func (s *rewritingStore) Add(obj interface{}) error { return s.RecordingStore.Add(s.rewrite(obj)) }
 func (s *rewritingStore) Update(obj interface{}) error {
-	return s.recordingStore.Update(s.rewrite(obj))
+	return s.RecordingStore.Update(s.rewrite(obj))
 }
 func (s *rewritingStore) Delete(obj interface{}) error {
-	return s.recordingStore.Delete(s.rewrite(obj))
+	return s.RecordingStore.Delete(s.rewrite(obj))
 }
 
 // An event's resourceVersion is read before the store has its object:
@@ -82,22 +84,19 @@ func TestEventResourceVersionIsReadBeforeTheStoreHasTheObject(t *testing.T) {
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, []watchReply{
 			{events: []watch.Event{ev(watch.Modified, cm("a", "11")), ev(watch.Added, cm("b", "12")), ev(watch.Deleted, cm("a", "13"))}, hang: true},
 		})
-		store := &rewritingStore{}
+		store := &rewritingStore{cachetest.NewRecordingStore(nil)}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, noWatchList)
-		_, stop := startReflector(t, r)
-		<-lw.drained
-		synctest.Wait()
-		stop()
+		runUntilDrained(t, r, lw)
 		if got := r.LastSyncResourceVersion(); got != "13" {
 			t.Errorf("LastSyncResourceVersion %q, want 13", got)
 		}
 		var rvs []string
-		for _, c := range store.recorded() {
-			if strings.HasPrefix(c, "RV ") {
+		for _, c := range store.CallStrings() {
+			if strings.HasPrefix(c, "UpdateResourceVersion ") {
 				rvs = append(rvs, c)
 			}
 		}
-		if got := strings.Join(rvs, ", "); got != "RV rv=11, RV rv=12, RV rv=13" {
+		if got := strings.Join(rvs, ", "); got != "UpdateResourceVersion rv=11, UpdateResourceVersion rv=12, UpdateResourceVersion rv=13" {
 			t.Errorf("UpdateResourceVersion calls: %s", got)
 		}
 	})

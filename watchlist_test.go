@@ -14,11 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/kreflector/cache/cachetest"
 )
 
 // transformingStore strips data from ConfigMaps, as a RealFIFO with a
 // transform would.
-type transformingStore struct{ recordingStore }
+type transformingStore struct{ *cachetest.RecordingStore }
 
 func (s *transformingStore) Transformer() TransformFunc {
 	return func(o interface{}) (interface{}, error) {
@@ -31,19 +33,17 @@ func (s *transformingStore) Transformer() TransformFunc {
 func TestWatchListAppliesStoreTransform(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := newScript(nil, []watchReply{{events: []watch.Event{ev(watch.Added, cm("a", "1")), bookmark("2", true)}, hang: true}})
-		store := &transformingStore{}
+		store := &transformingStore{cachetest.NewRecordingStore(nil)}
 		r := NewReflector(lw, &corev1.ConfigMap{}, store, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() { <-lw.drained; synctest.Wait(); cancel() }()
-		r.RunWithContext(ctx)
-		if got := store.recorded(); len(got) != 1 || got[0] != "Replace rv=2 [ns/a-t@1]" {
+		runUntilDrained(t, r, lw)
+		if got := store.CallStrings(); len(got) != 1 || got[0] != "Replace rv=2 [ns/a-t@1]" {
 			t.Fatalf("store calls %q", got)
 		}
 	})
 }
 
 func TestInitialEventsHandlesUpdatesAndDeletes(t *testing.T) {
-	e := newInitialEvents(&recordingStore{}, nil)
+	e := newInitialEvents(cachetest.NewRecordingStore(nil), nil)
 	for _, name := range []string{"a", "b", "c"} {
 		if err := e.Add(cm(name, "1")); err != nil {
 			t.Fatal(err)
@@ -77,11 +77,9 @@ func TestWatchListErrorEventFallsBackOrRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("rbac")).Status()
 		lw := newScript([]listReply{{list: cmList("9", "", cm("a", "1"))}}, []watchReply{{events: []watch.Event{errEvent(&forbidden)}}})
-		store := &recordingStore{}
+		store := cachetest.NewRecordingStore(nil)
 		r := NewReflector(lw, &corev1.ConfigMap{}, store, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() { <-lw.drained; synctest.Wait(); cancel() }()
-		r.RunWithContext(ctx)
+		runUntilDrained(t, r, lw)
 		calls := lw.recorded()
 		if len(calls) != 3 || !strings.HasPrefix(calls[1], "LIST") {
 			t.Fatalf("a refused WatchList must fall back to LIST: %q", calls)
@@ -93,7 +91,7 @@ func TestDefaultWatchErrorHandlerLevels(t *testing.T) {
 	var buf bytes.Buffer
 	logger := funcr.New(func(prefix, args string) { buf.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 1})
 	ctx := klog.NewContext(context.Background(), logger)
-	r := NewNamedReflector("h", newScript(nil, nil), nil, &recordingStore{}, 0)
+	r := NewNamedReflector("h", newScript(nil, nil), nil, cachetest.NewRecordingStore(nil), 0)
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -121,11 +119,8 @@ func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
 			watches = append(watches, watchReply{events: []watch.Event{ev(watch.Added, cm("a", "5"))}})
 		}
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
-		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, &recordingStore{}, ReflectorOptions{})
-		_, stop := startReflector(t, r)
-		<-lw.drained
-		synctest.Wait()
-		stop()
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{})
+		runUntilDrained(t, r, lw)
 		want := []string{"WATCH", "WATCH", "WATCH", "LIST", "WATCH"}
 		if !slices.Equal(lw.verbs(), want) {
 			t.Fatalf("calls %q, want %q", lw.verbs(), want)

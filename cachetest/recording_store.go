@@ -76,6 +76,8 @@ type RecordingStore struct {
 	calls []StoreCall
 	items map[string]interface{}
 	rv    string
+	// fail holds the error each failing op returns (see FailOn).
+	fail map[StoreOp]error
 	// changed is closed and replaced at every call.
 	changed chan struct{}
 }
@@ -116,6 +118,9 @@ func (s *RecordingStore) write(op StoreOp, obj interface{}) error {
 	if err != nil {
 		return err
 	}
+	if err := s.fail[op]; err != nil {
+		return err
+	}
 	if op == OpDelete {
 		delete(s.items, key)
 	} else {
@@ -152,6 +157,9 @@ func (s *RecordingStore) Replace(list []interface{}, resourceVersion string) err
 	if keyErr != nil {
 		return keyErr
 	}
+	if err := s.fail[OpReplace]; err != nil {
+		return err
+	}
 	s.items, s.rv = items, resourceVersion
 	return nil
 }
@@ -161,25 +169,44 @@ func (s *RecordingStore) Resync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recordLocked(StoreCall{Op: OpResync})
-	return nil
+	return s.fail[OpResync]
 }
 
 // Bookmark records the call and the resourceVersion.
 func (s *RecordingStore) Bookmark(resourceVersion string) error {
-	s.setRV(OpBookmark, resourceVersion)
-	return nil
+	return s.setRV(OpBookmark, resourceVersion)
 }
 
 // UpdateResourceVersion records the call and the resourceVersion.
 func (s *RecordingStore) UpdateResourceVersion(resourceVersion string) {
-	s.setRV(OpUpdateResourceVersion, resourceVersion)
+	_ = s.setRV(OpUpdateResourceVersion, resourceVersion)
 }
 
-func (s *RecordingStore) setRV(op StoreOp, rv string) {
+// setRV records op and keeps rv, unless op is set to fail.
+func (s *RecordingStore) setRV(op StoreOp, rv string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recordLocked(StoreCall{Op: op, ResourceVersion: rv})
+	if err := s.fail[op]; err != nil {
+		return err
+	}
 	s.rv = rv
+	return nil
+}
+
+// FailOn makes every later call of op fail with err: the call is still
+// recorded (and wakes WaitFor), but the contents and resourceVersion stay
+// as they were, and the method returns err (UpdateResourceVersion, which
+// returns nothing, is then only recorded). A nil err makes op succeed
+// again. It lets a test see what a Reflector does when its store refuses
+// a call, e.g. a queue that was closed.
+func (s *RecordingStore) FailOn(op StoreOp, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail == nil {
+		s.fail = map[StoreOp]error{}
+	}
+	s.fail[op] = err
 }
 
 // LastStoreSyncResourceVersion is the resourceVersion of the last Replace,
@@ -195,6 +222,19 @@ func (s *RecordingStore) Calls() []StoreCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
+}
+
+// CallStrings returns the calls recorded so far, in order, each rendered
+// by StoreCall.String (e.g. "Add ns/a@5"), for a test that compares the
+// calls as text.
+func (s *RecordingStore) CallStrings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.calls))
+	for i, c := range s.calls {
+		out[i] = c.String()
+	}
+	return out
 }
 
 // List returns the stored objects, in no particular order.

@@ -131,3 +131,51 @@ func TestServerRunsOnAFakeClock(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestRecordingStoreCallStrings(t *testing.T) {
+	s := cachetest.NewRecordingStore(nil)
+	_ = s.Replace([]interface{}{withRV(cm("ns", "b"), "2"), withRV(cm("ns", "a"), "1")}, "2")
+	_ = s.Delete(withRV(cm("ns", "a"), "3"))
+	_ = s.Resync()
+	s.UpdateResourceVersion("3")
+	want := []string{"Replace rv=2 [ns/a@1 ns/b@2]", "Delete ns/a@3", "Resync", "UpdateResourceVersion rv=3"}
+	if got := s.CallStrings(); !equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i, c := range s.Calls() {
+		if c.String() != want[i] {
+			t.Fatalf("call %d: %q is not its String %q", i, want[i], c.String())
+		}
+	}
+}
+
+func TestRecordingStoreFailOn(t *testing.T) {
+	s := cachetest.NewRecordingStore(nil)
+	boom := errors.New("boom")
+	if err := s.Replace([]interface{}{withRV(cm("ns", "a"), "1")}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []cachetest.StoreOp{cachetest.OpAdd, cachetest.OpUpdate, cachetest.OpDelete, cachetest.OpReplace, cachetest.OpResync, cachetest.OpBookmark, cachetest.OpUpdateResourceVersion} {
+		s.FailOn(op, boom)
+	}
+	a2 := withRV(cm("ns", "a"), "2")
+	for name, err := range map[string]error{
+		"Add": s.Add(withRV(cm("ns", "b"), "2")), "Update": s.Update(a2), "Delete": s.Delete(a2),
+		"Replace": s.Replace(nil, "3"), "Resync": s.Resync(), "Bookmark": s.Bookmark("4"),
+	} {
+		if !errors.Is(err, boom) {
+			t.Errorf("%s: %v, want the injected error", name, err)
+		}
+	}
+	s.UpdateResourceVersion("5")
+	if n := len(s.Calls()); n != 8 {
+		t.Fatalf("%d calls recorded, want every failed one too (8)", n)
+	}
+	if o, _, _ := s.GetByKey("ns/a"); len(s.ListKeys()) != 1 || o.(*corev1.ConfigMap).ResourceVersion != "1" || s.LastStoreSyncResourceVersion() != "1" {
+		t.Fatalf("failed calls changed the contents: %v at %s", s.ListKeys(), s.LastStoreSyncResourceVersion())
+	}
+	s.FailOn(cachetest.OpAdd, nil)
+	if err := s.Add(withRV(cm("ns", "b"), "6")); err != nil || len(s.ListKeys()) != 2 {
+		t.Fatalf("Add after FailOn(nil): %v, keys %v", err, s.ListKeys())
+	}
+}
