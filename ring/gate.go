@@ -1,26 +1,39 @@
 package ring
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
 
 // gate decides, at the moment of each handler call, whether this replica
 // handles an object's bucket. The ring's loop opens and closes buckets;
-// handlers read the bits without locking. Closing waits for every call
-// that was already past the gate, so once close returns no handler is
-// still working on a closed bucket.
+// Handles reads the bits without locking. Closing waits for every call
+// that had passed the gate before it closed (not for later ones, so a busy
+// informer cannot starve it), so once close returns no handler is still
+// working on a closed bucket.
 type gate struct {
 	bits []atomic.Uint64
-	// calls is read-locked around each handler call that passed, and
-	// write-locked by close to wait for them.
-	calls sync.RWMutex
 	// told reports each change (see Config.OnHandlingChange); never nil.
 	told func(opened bool, s set)
+
+	// mu orders calls passing the gate against close: a call checks its
+	// bit and takes a number under it, close clears bits and notes the
+	// next number under it.
+	mu      sync.Mutex
+	next    uint64
+	active  map[uint64]struct{}
+	waiters []waiter
+}
+
+// waiter is a close waiting for the calls numbered below before.
+type waiter struct {
+	before uint64
+	done   chan struct{}
 }
 
 func newGate(n int, told func(opened bool, s set)) *gate {
-	return &gate{bits: make([]atomic.Uint64, (n+63)/64), told: told}
+	return &gate{bits: make([]atomic.Uint64, (n+63)/64), told: told, active: map[uint64]struct{}{}}
 }
 
 func (g *gate) holds(b int) bool { return g.bits[b/64].Load()&(1<<(b%64)) != 0 }
@@ -34,17 +47,29 @@ func (g *gate) open(s set) {
 }
 
 // close stops calls for the buckets of s and returns once the calls that
-// had passed for any bucket have returned.
+// had passed the gate (for any bucket) have returned.
 func (g *gate) close(s set) {
+	g.mu.Lock()
 	was := g.take(s)
-	g.calls.Lock()
-	g.calls.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+	w := waiter{before: g.next, done: make(chan struct{})}
+	if g.oldest() >= w.before {
+		close(w.done)
+	} else {
+		g.waiters = append(g.waiters, w)
+	}
+	g.mu.Unlock()
+	<-w.done
 	g.told(false, was)
 }
 
 // shut stops calls for the buckets of s without waiting: what fencing
 // does, since a call stuck in a handler must not delay it.
-func (g *gate) shut(s set) { g.told(false, g.take(s)) }
+func (g *gate) shut(s set) {
+	g.mu.Lock()
+	was := g.take(s)
+	g.mu.Unlock()
+	g.told(false, was)
+}
 
 // take closes the buckets of s and returns those of them that were open.
 func (g *gate) take(s set) set {
@@ -57,13 +82,45 @@ func (g *gate) take(s set) set {
 
 // call runs f if bucket b is open, and says whether it did.
 func (g *gate) call(b int, f func()) bool {
-	g.calls.RLock()
-	defer g.calls.RUnlock()
+	g.mu.Lock()
 	if !g.holds(b) {
+		g.mu.Unlock()
 		return false
 	}
+	id := g.next
+	g.next++
+	g.active[id] = struct{}{}
+	g.mu.Unlock()
+	defer g.finish(id)
 	f()
 	return true
+}
+
+// finish ends call id and releases the closes no longer waiting for any
+// call.
+func (g *gate) finish(id uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.active, id)
+	oldest := g.oldest()
+	kept := g.waiters[:0]
+	for _, w := range g.waiters {
+		if w.before <= oldest {
+			close(w.done)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	g.waiters = kept
+}
+
+// oldest is the lowest number of a call in progress, or MaxUint64.
+func (g *gate) oldest() uint64 {
+	o := uint64(math.MaxUint64)
+	for id := range g.active {
+		o = min(o, id)
+	}
+	return o
 }
 
 // snapshot returns the open buckets.

@@ -73,7 +73,7 @@ func newRigWith(t *testing.T, ctx context.Context, objects int, opts cachetest.O
 	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
 	g := &rig{t: t, ctx: ctx, srv: srv, cms: cms, leases: fake.NewClientset(), replicas: map[string]*replica{}, unowned: map[string]time.Duration{}}
 	for i := range objects {
-		obj, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%namespaces), Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
+		obj, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsName(i % namespaces), Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +108,25 @@ func (g *rig) joinWith(name string, configure func(*Config), h clientgocache.Res
 			g.t.Fatal(err)
 		}
 	}
+	g.run(rp)
+	return rp
+}
+
+// startRing runs an already built ring as replica name, with an informer.
+func (g *rig) startRing(name string, r *Ring) *replica {
+	rp := &replica{name: name, ring: r, done: make(chan struct{}), holes: &blackHole{}, adds: map[string]int{}}
+	rp.inf = r.NewInformer(g.cms.Namespace(""), &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
+	if _, err := rp.inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{AddFunc: rp.added}); err != nil {
+		g.t.Fatal(err)
+	}
+	g.run(rp)
+	return rp
+}
+
+// run starts rp's ring and informer and registers it.
+func (g *rig) run(rp *replica) {
+	r := rp.ring
+	name := rp.name
 	ctx, cancel := context.WithCancel(g.ctx)
 	rp.cancel = cancel
 	go func() {
@@ -120,7 +139,6 @@ func (g *rig) joinWith(name string, configure func(*Config), h clientgocache.Res
 	g.mu.Lock()
 	g.replicas[name] = rp
 	g.mu.Unlock()
-	return rp
 }
 
 func (rp *replica) added(obj interface{}) {
@@ -275,3 +293,9 @@ func (g *rig) kill(name string) {
 	rp.cancel()
 	g.t.Cleanup(func() { <-rp.done })
 }
+
+// nsName names namespace i. The server hashes namespaces with plain
+// FNV-1a, whose top bits spread short names that differ in one digit
+// poorly (ns-0 … ns-29 fall in 2 of 64 buckets), so the names differ
+// throughout.
+func nsName(i int) string { return fmt.Sprintf("ns-%016x", mix(uint64(i)+1)) }

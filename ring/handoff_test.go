@@ -1,0 +1,137 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/shard"
+)
+
+// heldInLease reads whether name's Lease records bucket b as held.
+func (g *rig) heldInLease(lease string, b int) bool {
+	g.t.Helper()
+	l, err := g.leases.CoordinationV1().Leases("ring").Get(g.ctx, lease, metav1.GetOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	s, err := decodeSet(l.Annotations[AnnotationHeld], rigBuckets)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return s.has(b)
+}
+
+// A release stops delivery, waits for the handler call in progress, runs
+// the drain hook with the released buckets, and only then records the
+// release; the replica taking over waits for that record, and says so.
+func TestReleaseWaitsForTheHandlerAndTheDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRig(t, ctx, 200)
+		blocked, unblock := make(chan string, 1), make(chan struct{})
+		var victim string
+		var mu sync.Mutex
+		var drained []shard.Shard
+		h := clientgocache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj interface{}) {
+			if objName(obj.(runtime.Object)) == victim {
+				blocked <- victim
+				<-unblock
+			}
+		}}
+		drain := func(cfg *Config) {
+			cfg.Drain = func(ctx context.Context, s shard.Shard) error {
+				mu.Lock()
+				defer mu.Unlock()
+				drained = append(drained, s)
+				return nil
+			}
+		}
+		a := g.joinWith("a", drain, h)
+		g.waitFormed(30 * time.Second)
+
+		// An object of a bucket that moves from a to the newcomer.
+		c, err := New(Config{Client: g.leases.CoordinationV1(), Namespace: "ring", Name: "test", Identity: "c", Buckets: rigBuckets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners := g.owners()
+		held := make([]string, rigBuckets)
+		for b, o := range owners {
+			if o == "a" {
+				held[b] = a.ring.LeaseName()
+			}
+		}
+		target := plan([]string{a.ring.LeaseName(), c.LeaseName()}, held)
+		var obj runtime.Object
+		bucket := -1
+		for _, o := range g.objects {
+			b, _ := a.ring.bucket(o)
+			if target[b] == c.LeaseName() {
+				obj, bucket = o, b
+				break
+			}
+		}
+		victim = objName(obj)
+		if _, err := g.cms.Update(ctx, touch(obj), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		<-blocked
+		g.startRing("c", c)
+		g.sampleFor(5 * time.Second)
+		if !g.heldInLease(a.ring.LeaseName(), bucket) {
+			t.Fatal("a recorded the release while its handler was still working on the bucket")
+		}
+		if a.ring.Handles(obj) {
+			t.Fatal("a still delivers events of a bucket it is releasing")
+		}
+		s := g.replicas["c"].ring.Status()
+		if s.Waiting[a.ring.LeaseName()] == 0 || !strings.Contains(s.String(), "waiting for "+a.ring.LeaseName()+" to release") {
+			t.Fatalf("the newcomer does not say what it waits for: %s", s)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		err = g.replicas["c"].ring.WaitForSync(wctx)
+		wcancel()
+		if !errors.Is(err, ErrNotFormed) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "to release") {
+			t.Fatalf("WaitForSync while waiting for a release: %v", err)
+		}
+		mu.Lock()
+		if len(drained) != 0 {
+			t.Fatalf("drained %v before the handler returned", drained)
+		}
+		mu.Unlock()
+		close(unblock)
+		g.waitFormed(30 * time.Second)
+		mu.Lock()
+		got := append([]shard.Shard(nil), drained...)
+		mu.Unlock()
+		if len(got) == 0 || !got[0].ContainsHash(uint64(bucket)<<58) {
+			t.Fatalf("the drain hook was not given the released buckets: %v", got)
+		}
+		if g.heldInLease(a.ring.LeaseName(), bucket) || !g.replicas["c"].ring.Handles(obj) {
+			t.Fatal("the bucket did not move to the newcomer")
+		}
+		if g.twice > 0 {
+			t.Fatalf("%d samples saw an object handled twice", g.twice)
+		}
+		g.leave("a")
+		g.leave("c")
+	})
+}
+
+func touch(obj runtime.Object) *corev1.ConfigMap {
+	cm := obj.(*corev1.ConfigMap).DeepCopy()
+	cm.Data = map[string]string{"touched": "yes"}
+	cm.ResourceVersion = ""
+	return cm
+}

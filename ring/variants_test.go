@@ -1,0 +1,96 @@
+package ring
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kreflector/cache/cachetest"
+	"github.com/kreflector/cache/shard"
+)
+
+// With the namespace key, each namespace's objects are handled by one
+// replica, through a join.
+func TestRingByNamespaceKeepsANamespaceTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRigWith(t, ctx, 300, cachetest.Options{}, 30)
+		byNS := func(c *Config) { c.Key = shard.ByNamespace }
+		g.joinWith("a", byNS, nil)
+		g.joinWith("b", byNS, nil)
+		g.waitFormed(30 * time.Second)
+		g.step("join 2→3", 1.0/3, graceful, func() { g.joinWith("c", byNS, nil) })
+		handler := map[string]string{}
+		for _, obj := range g.objects {
+			ns := obj.(interface{ GetNamespace() string }).GetNamespace()
+			for name, rp := range g.replicas {
+				if rp.ring.Handles(obj) {
+					if h, ok := handler[ns]; ok && h != name {
+						t.Fatalf("namespace %s is handled by %s and %s", ns, h, name)
+					}
+					handler[ns] = name
+					if !rp.inf.HandlesKey(ns + "/" + objName(obj)) {
+						t.Fatalf("%s handles %s/%s but HandlesKey says no", name, ns, objName(obj))
+					}
+				}
+			}
+		}
+		if counts := g.handlers(); len(counts) != 3 {
+			t.Fatalf("not every replica handles a namespace: %v", counts)
+		}
+		for _, n := range []string{"a", "b", "c"} {
+			g.leave(n)
+		}
+	})
+}
+
+// On a server that ignores shard selectors the informers filter locally:
+// handling is as exact, and Status says so.
+func TestRingOnAServerWithoutTheGateFiltersLocally(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRigWith(t, ctx, 200, cachetest.Options{DisableShardedListAndWatch: true}, 1)
+		g.join("a")
+		g.join("b")
+		g.waitFormed(30 * time.Second)
+		g.step("join 2→3", 1.0/3, graceful, func() { g.join("c") })
+		g.sampleFor(5 * time.Second)
+		for name, rp := range g.replicas {
+			if s := rp.ring.Status(); s.FilteringLocally != 1 {
+				t.Errorf("%s: %s", name, s)
+			}
+			if n := len(rp.inf.GetStore().List()); n >= len(g.objects) {
+				t.Errorf("%s caches %d objects of %d: not filtered", name, n, len(g.objects))
+			}
+		}
+		for _, n := range []string{"a", "b", "c"} {
+			g.leave(n)
+		}
+	})
+}
+
+// A Lease left by a replica that died is deleted once it has been expired
+// for twice its duration.
+func TestRingCollectsDeadMembersLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRig(t, ctx, 50)
+		g.join("a")
+		b := g.join("b")
+		g.waitFormed(30 * time.Second)
+		g.kill("b")
+		g.sampleFor(3*DefaultLeaseDuration + 5*time.Second)
+		if _, err := g.leases.CoordinationV1().Leases("ring").Get(ctx, b.ring.LeaseName(), metav1GetOptions); err == nil {
+			t.Fatal("the dead replica's Lease is still there")
+		}
+		g.leave("a")
+	})
+}
+
+var metav1GetOptions = metav1.GetOptions{}
