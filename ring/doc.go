@@ -1,0 +1,69 @@
+// Package ring makes sharded informers elastic: replicas of a controller
+// find each other through coordination.k8s.io/v1 Leases, split the hash
+// space of kube-apiserver's server-side sharding among the live ones, and
+// hand ranges over so that an object is never handled by two replicas at
+// the same instant and never left without one for longer than the bounds
+// below.
+//
+//	r, err := ring.New(ring.Config{Client: cs.CoordinationV1(), Namespace: "kube-system", Name: "my-controller", Identity: podName})
+//	inf := r.NewInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}) // or crcache.Options{NewInformer: r.NewInformer}
+//	go r.Run(ctx) // or mgr.Add(r): it runs on every replica
+//
+// # Membership
+//
+// Each replica holds a Lease of its own, labelled with the ring's name and
+// renewed as client-go's leader election renews (LeaseDuration 15 s,
+// RenewDeadline 10 s, RetryPeriod 2 s by default). Every RetryPeriod a
+// replica writes its Lease and lists the ring's Leases (a consistent
+// read). A Lease is live until it has not changed for its duration, as
+// seen on the reader's own clock; a replica that has not renewed for
+// RenewDeadline stops handling (fencing) before anyone can see its Lease
+// expire. This assumes only that clocks run at about the same rate (they
+// may differ by up to (LeaseDuration-RenewDeadline)/LeaseDuration, a
+// third by default): no two machines' times are ever compared.
+//
+// # Assignment
+//
+// The hash space is cut into Buckets equal slices (1024 by default). Each
+// live member's quota is its equal share; a member keeps what it holds up
+// to its quota, and the rest goes to members below quota by a fixed
+// preference per bucket. Every replica computes the same plan from the
+// same Leases, a handoff in progress plans the same target, and a join or
+// a leave moves exactly the newcomer's quota or the leaver's buckets: the
+// least any balanced assignment can (for up to 31 members with 1024
+// buckets). Preferences come in runs, so a member's selector is a few
+// dozen ranges at most (see maxRanges).
+//
+// # Handoff: cache the union, handle one
+//
+// A replica's informers cache the buckets it owns, acquires and releases;
+// its handlers see events only for the buckets it holds the handling right
+// for. A bucket changes hands by release, then acquire: the old owner
+// closes its gate for it (no new handler call starts; calls in progress
+// finish), runs Config.Drain, records the release in its Lease, and then
+// drops the bucket from its caches; the new owner has cached the bucket
+// first, claims it in its Lease once no other live Lease holds it, and
+// opens its gate only after a later read shows no other claim (two
+// simultaneous claims see each other and both back off). On acquiring,
+// handlers get an add for every cached object of the bucket; on
+// releasing, they get nothing, and a reconciler that queued a key before
+// the release asks Informer.HandlesKey or Ring.Handles before acting.
+//
+// # Guarantees
+//
+//   - At most one replica's handlers are called for an object at any
+//     instant, under the clock-rate assumption above, unless a handler call
+//     outlives the renew deadline (the fence stops new calls, not one in
+//     progress).
+//   - After a graceful change (a join, or a leave through Run's context) an
+//     object goes without a handling replica for a few RetryPeriods at most
+//     (the release, a read, a claim and its verification; plus Drain).
+//   - After a replica dies or is cut off, its objects go without a handler
+//     for at most LeaseDuration plus a few RetryPeriods.
+//
+// Status and WaitForSync say whether the ring is formed, what a replica
+// waits for (which member still holds which buckets), whether it is
+// fenced, and whether its server ignores shard selectors (informers then
+// filter locally: handling is as exact, only the network and decoding
+// savings are lost).
+package ring
