@@ -10,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/informerset"
+	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // TweakListOptionsFunc changes the options of every LIST and WATCH.
@@ -39,6 +42,7 @@ type factory struct {
 	defaultResync time.Duration
 	namespace     string
 	tweak         TweakListOptionsFunc
+	newInformer   NewInformerFunc
 
 	informers informerset.Set[schema.GroupVersionResource, informers.GenericInformer]
 }
@@ -63,11 +67,55 @@ func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultRe
 	}
 }
 
+// NewInformerFunc has client-go's NewSharedIndexInformer signature (and
+// controller-runtime's cache.Options.NewInformer type), as ring.Ring's
+// NewInformer has.
+type NewInformerFunc = func(clientgocache.ListerWatcher, runtime.Object, time.Duration, clientgocache.Indexers) clientgocache.SharedIndexInformer
+
+// Option configures NewDynamicSharedInformerFactoryWithOptions (client-go's
+// dynamic factory has no options; this package's adds them).
+type Option func(*factory)
+
+// WithNamespace limits the factory's informers to namespace.
+func WithNamespace(namespace string) Option { return func(f *factory) { f.namespace = namespace } }
+
+// WithTweakListOptions applies tweak to every LIST and WATCH.
+func WithTweakListOptions(tweak TweakListOptionsFunc) Option {
+	return func(f *factory) { f.tweak = tweak }
+}
+
+// WithNewInformer makes newInformer build every informer of the factory
+// (given the GVR's ListerWatcher, an *unstructured.Unstructured, the
+// resync period and the namespace index) instead of this module's
+// constructor: with a ring's NewInformer, every informer of the factory
+// is a ring informer. The factory's WaitForSync needs what it builds to
+// type-assert to cache.InformerHealthReporter, as ring informers do.
+func WithNewInformer(newInformer NewInformerFunc) Option {
+	return func(f *factory) { f.newInformer = newInformer }
+}
+
+// NewDynamicSharedInformerFactoryWithOptions returns a factory for all
+// namespaces whose informers resync every defaultResync (0: never),
+// configured by options in order.
+func NewDynamicSharedInformerFactoryWithOptions(client dynamic.Interface, defaultResync time.Duration, options ...Option) DynamicSharedInformerFactory {
+	f := &factory{client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll}
+	for _, o := range options {
+		o(f)
+	}
+	return f
+}
+
 // ForResource returns the informer of gvr, building it on first request
 // (with the namespace index, as client-go's does).
 func (f *factory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
 	return f.informers.GetOrAdd(gvr, func() informers.GenericInformer {
-		return NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak)
+		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		if f.newInformer != nil {
+			lw := listwatch.New(f.client.Resource(gvr).Namespace(f.namespace), f.tweak)
+			inf := f.newInformer(clientgocache.ToListWatcherWithWatchListSemantics(lw, f.client), &unstructured.Unstructured{}, f.defaultResync, indexers)
+			return &dynamicInformer{informer: inf, gvr: gvr}
+		}
+		return NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync, indexers, f.tweak)
 	})
 }
 

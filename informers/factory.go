@@ -50,6 +50,7 @@ type factory struct {
 	customResync  map[reflect.Type]time.Duration
 	transform     clientgocache.TransformFunc
 	informerName  *clientgocache.InformerName
+	newInformer   NewInformerFunc
 
 	informers informerset.Set[reflect.Type, clientgocache.SharedIndexInformer]
 }
@@ -102,6 +103,30 @@ func WithTransform(transform clientgocache.TransformFunc) SharedInformerOption {
 func WithInformerName(name *clientgocache.InformerName) SharedInformerOption {
 	return func(f *factory) *factory {
 		f.informerName = name
+		return f
+	}
+}
+
+// NewInformerFunc has client-go's NewSharedIndexInformer signature (and
+// controller-runtime's cache.Options.NewInformer type): ring.Ring's
+// NewInformer, this module's cache.NewSharedIndexInformer, or a
+// constructor of one's own.
+type NewInformerFunc = func(clientgocache.ListerWatcher, runtime.Object, time.Duration, clientgocache.Indexers) clientgocache.SharedIndexInformer
+
+// WithNewInformer makes newInformer build every informer of the
+// factory's accessors and ForResource, instead of this module's
+// constructor: with a ring's NewInformer, every informer of the factory
+// is a ring informer. newInformer is given the resource's ListerWatcher
+// (the factory's namespace and tweak applied, with the client's WatchList
+// semantics), the example object, the resync period and the namespace
+// index; the factory then sets its transform. The signature has no room
+// for WithInformerName's metrics identifier, so such informers go
+// without it; InformerFor's own newFunc is not affected. Health and
+// WaitForSync cover the informers built that type-assert to
+// cache.InformerHealthReporter (ring informers do).
+func WithNewInformer(newInformer NewInformerFunc) SharedInformerOption {
+	return func(f *factory) *factory {
+		f.newInformer = newInformer
 		return f
 	}
 }

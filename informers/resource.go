@@ -39,10 +39,14 @@ type resource[T object, I, L any] struct {
 // constructor.
 func newResource[T object, I, L any, LT runtime.Object](f *factory, obj T, gvr schema.GroupVersionResource, client func(kubernetes.Interface, string) typedClient[LT], lister func(clientgocache.Indexer) L) *resource[T, I, L] {
 	build := func(resync time.Duration) clientgocache.SharedIndexInformer {
-		lw := listwatch.New(client(f.client, f.namespace), f.tweak)
-		return cache.NewSharedIndexInformerWithOptions(clientgocache.ToListWatcherWithWatchListSemantics(lw, f.client), obj, cache.SharedIndexInformerOptions{
+		lw := clientgocache.ToListWatcherWithWatchListSemantics(listwatch.New(client(f.client, f.namespace), f.tweak), f.client)
+		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		if f.newInformer != nil {
+			return f.newInformer(lw, obj, resync, indexers)
+		}
+		return cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync,
-			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			Indexers:     indexers,
 			Identifier:   f.informerName.WithResource(gvr),
 		})
 	}

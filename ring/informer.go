@@ -2,6 +2,7 @@ package ring
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -128,6 +129,50 @@ func (i *Informer) HandlesKey(key string) bool {
 		return false
 	}
 	return i.ring.gate.holds(bucketOf(hashString(ns), i.ring.cfg.Buckets))
+}
+
+// Handles says whether this replica handles obj (an object, or a
+// DeletedFinalStateUnknown holding one) now; it is Ring.Handles, for code
+// that holds the informer and not the ring.
+func (i *Informer) Handles(obj interface{}) bool { return i.ring.Handles(obj) }
+
+var _ cache.InformerHealthReporter = &Informer{}
+
+// reporter is the root informer's own health API.
+func (i *Informer) reporter() cache.InformerHealthReporter {
+	return i.SharedIndexInformer.(cache.InformerHealthReporter)
+}
+
+// WaitForSync blocks until the ring is formed (this replica handles all
+// the buckets the ring plans for it) and the informer has synced (nil),
+// or ctx ends. The error then wraps ErrNotFormed and the ring's Status
+// when the ring is not formed, and the informer's own WaitForSync error
+// (cache.ErrNotSynced with the last list/watch error) when it has not
+// synced: a ring that cannot form because its informer cannot list says
+// both.
+func (i *Informer) WaitForSync(ctx context.Context) error {
+	ringErr := i.ring.WaitForSync(ctx)
+	infErr := i.reporter().WaitForSync(ctx)
+	switch {
+	case ringErr == nil:
+		return infErr
+	case infErr == nil:
+		return ringErr
+	}
+	return fmt.Errorf("%w; the informer: %w", ringErr, infErr)
+}
+
+// Health is the root informer's health (its Reflector's and its
+// handlers'); the ring's own standing is Ring.Status.
+func (i *Informer) Health() cache.InformerHealth { return i.reporter().Health() }
+
+// Stats are the root informer's figures.
+func (i *Informer) Stats() cache.InformerStats { return i.reporter().Stats() }
+
+// SetHandlerLimits sets what Health reports as a handler problem; it
+// fails once the informer has started.
+func (i *Informer) SetHandlerLimits(l cache.HandlerLimits) error {
+	return i.reporter().SetHandlerLimits(l)
 }
 
 // gatedHandler passes the informer's calls to inner only for objects of

@@ -7,7 +7,18 @@
 //	})
 //
 // where kcache is github.com/kreflector/cache and crcache is
-// sigs.k8s.io/controller-runtime/pkg/cache. The package holds only tests:
-// against cachetest's server over HTTP (go test ./...) and, with the tag
-// e2e, against a real kube-apiserver (hack/e2e.sh runs them).
+// sigs.k8s.io/controller-runtime/pkg/cache.
+//
+// It also puts controllers on an elastic ring (package
+// github.com/kreflector/cache/ring), one line each: the cache's informers
+// follow the ring with crcache.Options{NewInformer: r.NewInformer}; the
+// ring runs on every replica with mgr.Add(r) (or AddRing, when informers
+// are made before the manager starts); and Elastic's Reconciler drops the
+// requests for objects this replica released since they were queued,
+// while its Drain, as ring.Config.Drain, holds a release back until the
+// reconciles in progress of the released buckets have returned (see
+// Elastic and docs/sharding.md).
+//
+// Its tests run against cachetest's server over HTTP (go test ./...) and,
+// with the tag e2e, against a real kube-apiserver (hack/e2e.sh runs them).
 package controllerruntime

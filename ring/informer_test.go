@@ -1,0 +1,67 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache"
+)
+
+// A ring informer answers the root informer's health API (the factories
+// type-assert cache.InformerHealthReporter), and its WaitForSync waits for
+// the ring as well as the cache, naming the ring when it is the cause.
+func TestInformerReportsHealthAndWaitsForTheRing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRig(t, ctx, 50)
+
+		// A ring that never runs: the informer cannot sync, and says why.
+		r, err := New(Config{Client: g.leases.CoordinationV1(), Namespace: "ring", Name: "idle", Identity: "x", Buckets: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle := r.NewInformer(g.cms.Namespace("default"), &corev1.ConfigMap{}, 0, clientgocache.Indexers{})
+		reporter, ok := idle.(cache.InformerHealthReporter)
+		if !ok {
+			t.Fatalf("%T is not a cache.InformerHealthReporter", idle)
+		}
+		if err := reporter.SetHandlerLimits(cache.HandlerLimits{MaxBacklog: 10}); err != nil {
+			t.Fatalf("SetHandlerLimits before start: %v", err)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		err = reporter.WaitForSync(wctx)
+		wcancel()
+		if !errors.Is(err, ErrNotFormed) || !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), "has not read the ring yet") {
+			t.Fatalf("WaitForSync on a ring that never ran = %v; want ErrNotFormed and ErrNotSynced, naming the ring's status", err)
+		}
+
+		rp := g.join("a")
+		g.waitFormed(30 * time.Second)
+		if err := rp.inf.WaitForSync(ctx); err != nil {
+			t.Fatalf("WaitForSync once formed: %v", err)
+		}
+		if h := rp.inf.Health(); !h.Healthy || h.Reflector.State != cache.Synced {
+			t.Fatalf("Health once formed = %+v, want healthy and synced", h)
+		}
+		if st := rp.inf.Stats(); len(st.Handlers) != 1 {
+			t.Fatalf("Stats has %d handlers, want 1", len(st.Handlers))
+		}
+		if err := rp.inf.SetHandlerLimits(cache.HandlerLimits{}); err == nil {
+			t.Fatal("SetHandlerLimits after start succeeded")
+		}
+		for _, obj := range g.objects {
+			if rp.inf.Handles(obj) != rp.ring.Handles(obj) {
+				t.Fatal("Informer.Handles disagrees with Ring.Handles")
+			}
+		}
+		g.leave("a")
+	})
+}
