@@ -20,17 +20,17 @@ var errorLine = regexp.MustCompile(`(?m)^E\d{4} `)
 // output, stdout and stderr together, ends on one line starting "OK: "
 // with no line logged at error level on the way. The examples are built
 // once and run side by side, so the whole takes about as long as the
-// slowest (about 5 s).
+// slowest (the elastic one, about 20 s).
 func TestExamplesEndOnSuccess(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the four example programs")
+		t.Skip("builds and runs the five example programs")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build the examples with")
 	}
 	bin := t.TempDir()
-	build := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "./watch", "./informer", "./sharded", "./metrics")
+	build := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "./watch", "./informer", "./sharded", "./metrics", "./elastic")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the examples: %v\n%s", err, out)
 	}
@@ -39,6 +39,7 @@ func TestExamplesEndOnSuccess(t *testing.T) {
 		"informer": {"--duration", "20s"},
 		"sharded":  nil,
 		"metrics":  {"--duration", "3s", "--listen", "127.0.0.1:0"},
+		"elastic":  nil,
 	}
 	for name, args := range runs {
 		t.Run(name, func(t *testing.T) {

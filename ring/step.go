@@ -179,6 +179,12 @@ func (r *Ring) release(ctx context.Context, st *state, rel set) error {
 		}
 	}
 	if err := r.write(ctx, st, st.held.minus(rel), false); err != nil {
+		// The write may have been applied though it failed (a lost
+		// response, a timeout): the Lease may already say these buckets
+		// are free. Closed and still in held, they would look like claims
+		// to the next verify, which would open them again. Drop them: the
+		// next write records the release.
+		st.held = st.held.minus(rel)
 		return fmt.Errorf("recording the release of %d buckets: %w", rel.len(), err)
 	}
 	r.stat.released(rel.len())
