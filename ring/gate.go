@@ -14,6 +14,9 @@ import (
 // working on a closed bucket.
 type gate struct {
 	bits []atomic.Uint64
+	// pending are the buckets planned for this replica: while one is
+	// closed, handlers keep its deletes for when it opens.
+	pending []atomic.Uint64
 	// told reports each change (see Config.OnHandlingChange); never nil.
 	told func(opened bool, s set)
 
@@ -33,8 +36,22 @@ type waiter struct {
 }
 
 func newGate(n int, told func(opened bool, s set)) *gate {
-	return &gate{bits: make([]atomic.Uint64, (n+63)/64), told: told, active: map[uint64]struct{}{}}
+	w := (n + 63) / 64
+	return &gate{bits: make([]atomic.Uint64, w), pending: make([]atomic.Uint64, w), told: told, active: map[uint64]struct{}{}}
 }
+
+// setPending records the buckets planned for this replica.
+func (g *gate) setPending(s set) {
+	for i, w := range s.words {
+		g.pending[i].Store(w)
+	}
+}
+
+// planned says whether bucket b is planned for this replica.
+func (g *gate) planned(b int) bool { return g.pending[b/64].Load()&(1<<(b%64)) != 0 }
+
+// awaits says whether bucket b is planned for this replica but closed.
+func (g *gate) awaits(b int) bool { return g.planned(b) && !g.holds(b) }
 
 func (g *gate) holds(b int) bool { return g.bits[b/64].Load()&(1<<(b%64)) != 0 }
 

@@ -135,3 +135,84 @@ func touch(obj runtime.Object) *corev1.ConfigMap {
 	cm.ResourceVersion = ""
 	return cm
 }
+
+// A delete that happens while its bucket changes hands (the old owner has
+// closed it, the new one has not opened it) reaches the new owner's
+// handler when the bucket opens, and the old owner's never.
+func TestDeleteDuringAHandoffReachesTheNewOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRig(t, ctx, 200)
+		draining, proceed := make(chan shard.Shard, 1), make(chan struct{})
+		var once sync.Once
+		drain := func(cfg *Config) {
+			cfg.Drain = func(ctx context.Context, s shard.Shard) error {
+				once.Do(func() { draining <- s; <-proceed })
+				return nil
+			}
+		}
+		var mu sync.Mutex
+		deleted := map[string][]string{}
+		recorder := func(name string) clientgocache.ResourceEventHandler {
+			return clientgocache.ResourceEventHandlerFuncs{DeleteFunc: func(obj interface{}) {
+				if t, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				deleted[name] = append(deleted[name], objName(obj.(runtime.Object)))
+			}}
+		}
+		g.joinWith("a", drain, recorder("a"))
+		g.waitFormed(30 * time.Second)
+		g.joinWith("c", nil, recorder("c"))
+		moving := <-draining // a has closed these buckets; c has them cached
+		var victim runtime.Object
+		for _, o := range g.objects {
+			if b, _ := g.replicas["a"].ring.bucket(o); moving.ContainsHash(uint64(b) << 58) {
+				victim = o
+				break
+			}
+		}
+		vb, _ := g.replicas["c"].ring.bucket(victim)
+		l, err := g.leases.CoordinationV1().Leases("ring").Get(ctx, g.replicas["c"].ring.LeaseName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cached, _ := decodeSet(l.Annotations[AnnotationCached], rigBuckets); !cached.has(vb) {
+			t.Fatal("a began releasing a bucket its successor had not cached")
+		}
+		if _, err := g.cms.Delete(ctx, "ns-"+nsSuffix(victim), objName(victim), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		g.sampleFor(time.Second)
+		close(proceed)
+		g.objects = slicesDelete(g.objects, victim)
+		g.waitFormed(30 * time.Second)
+		g.sampleFor(time.Second) // the adds and kept deletes are delivered off the loop
+		mu.Lock()
+		got := map[string][]string{"a": deleted["a"], "c": deleted["c"]}
+		mu.Unlock()
+		if len(got["a"]) != 0 || len(got["c"]) != 1 || got["c"][0] != objName(victim) {
+			t.Fatalf("deletes delivered: %v, want only c told of %s", got, objName(victim))
+		}
+		g.leave("a")
+		g.leave("c")
+	})
+}
+
+// nsSuffix returns what follows "ns-" in obj's namespace.
+func nsSuffix(obj runtime.Object) string {
+	return strings.TrimPrefix(obj.(*corev1.ConfigMap).Namespace, "ns-")
+}
+
+func slicesDelete(objs []runtime.Object, gone runtime.Object) []runtime.Object {
+	out := objs[:0:0]
+	for _, o := range objs {
+		if o != gone {
+			out = append(out, o)
+		}
+	}
+	return out
+}

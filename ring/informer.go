@@ -96,7 +96,7 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(h clientgocache.ResourceEvent
 
 // AddEventHandlerWithOptions registers h behind the gate.
 func (i *Informer) AddEventHandlerWithOptions(h clientgocache.ResourceEventHandler, o clientgocache.HandlerOptions) (clientgocache.ResourceEventHandlerRegistration, error) {
-	g := &gatedHandler{ring: i.ring, inner: h}
+	g := newGatedHandler(i.ring, h)
 	reg, err := i.SharedIndexInformer.AddEventHandlerWithOptions(g, o)
 	if err != nil {
 		return nil, err
@@ -173,36 +173,6 @@ func (i *Informer) Stats() cache.InformerStats { return i.reporter().Stats() }
 // fails once the informer has started.
 func (i *Informer) SetHandlerLimits(l cache.HandlerLimits) error {
 	return i.reporter().SetHandlerLimits(l)
-}
-
-// gatedHandler passes the informer's calls to inner only for objects of
-// buckets the gate holds open, one call at a time.
-type gatedHandler struct {
-	ring  *Ring
-	inner clientgocache.ResourceEventHandler
-	mu    sync.Mutex
-}
-
-func (h *gatedHandler) OnAdd(obj interface{}, initial bool) {
-	h.deliver(obj, func() { h.inner.OnAdd(obj, initial) })
-}
-
-func (h *gatedHandler) OnUpdate(old, obj interface{}) {
-	h.deliver(obj, func() { h.inner.OnUpdate(old, obj) })
-}
-
-func (h *gatedHandler) OnDelete(obj interface{}) {
-	h.deliver(obj, func() { h.inner.OnDelete(obj) })
-}
-
-func (h *gatedHandler) deliver(obj interface{}, call func()) {
-	b, ok := h.ring.bucket(obj)
-	if !ok {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ring.gate.call(b, call)
 }
 
 // Handles says whether this replica handles obj (an object, or a

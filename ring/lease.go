@@ -21,6 +21,11 @@ const (
 	// AnnotationBuckets is the ring's bucket count; members of one ring
 	// must agree on it.
 	AnnotationBuckets = "ring.kreflector.io/buckets"
+	// AnnotationCached is the set of buckets the member's informers have
+	// cached: an owner hands a bucket over only once its successor has it
+	// cached, so that no change of the bucket's objects (a delete above
+	// all) falls between the two caches.
+	AnnotationCached = "ring.kreflector.io/cached"
 	// AnnotationLeaving marks a member on its way out: it counts for no
 	// quota, and what it still holds is released before its Lease goes.
 	AnnotationLeaving = "ring.kreflector.io/leaving"
@@ -35,6 +40,7 @@ type member struct {
 	version  string
 	rv       string
 	held     set
+	cached   set
 	leaving  bool
 	duration time.Duration
 }
@@ -55,13 +61,19 @@ func readMember(l *coordinationv1.Lease, n int) (member, error) {
 		return m, fmt.Errorf("%w: Lease %s: %w", ErrMisconfigured, l.Name, err)
 	}
 	m.held = held
+	m.cached = newSet(n)
+	if text, ok := l.Annotations[AnnotationCached]; ok {
+		if m.cached, err = decodeSet(text, n); err != nil {
+			return m, fmt.Errorf("%w: Lease %s: %w", ErrMisconfigured, l.Name, err)
+		}
+	}
 	m.leaving = l.Annotations[AnnotationLeaving] == "true"
 	return m, nil
 }
 
 // writeLease sets on l what this member publishes: identity, duration,
-// renew time, held buckets and whether it is leaving.
-func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, held set, leaving bool) {
+// renew time, held and cached buckets and whether it is leaving.
+func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, held, cached set, leaving bool) {
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
@@ -71,6 +83,7 @@ func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, held set, leav
 	l.Labels[LabelRing] = r.cfg.Name
 	l.Annotations[AnnotationBuckets] = strconv.Itoa(r.cfg.Buckets)
 	l.Annotations[AnnotationHeld] = held.encode()
+	l.Annotations[AnnotationCached] = cached.encode()
 	if leaving {
 		l.Annotations[AnnotationLeaving] = "true"
 	}

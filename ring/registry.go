@@ -131,24 +131,36 @@ func (g *registry) running() []*Informer {
 	return out
 }
 
-// acquired delivers an add for every cached object of the buckets of s to
-// every handler of every running informer.
+// acquired delivers to every handler of every running informer the
+// deletes kept for the buckets of s and an add for every cached object of
+// them.
 func (g *registry) acquired(s set) {
 	for _, i := range g.running() {
-		i.mu.Lock()
-		hs := make([]*gatedHandler, 0, len(i.handlers))
-		for _, h := range i.handlers {
-			hs = append(hs, h)
-		}
-		i.mu.Unlock()
-		for _, obj := range i.GetStore().List() {
-			if b, ok := g.ring.bucket(obj); ok && s.has(b) {
-				for _, h := range hs {
-					h.OnAdd(obj, false)
-				}
-			}
+		objs := i.GetStore().List()
+		for _, h := range i.gated() {
+			h.acquired(s, objs)
 		}
 	}
+}
+
+// prune drops the deletes kept for buckets no longer awaited.
+func (g *registry) prune() {
+	for _, i := range g.running() {
+		for _, h := range i.gated() {
+			h.prune()
+		}
+	}
+}
+
+// gated returns the informer's gated handlers.
+func (i *Informer) gated() []*gatedHandler {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	hs := make([]*gatedHandler, 0, len(i.handlers))
+	for _, h := range i.handlers {
+		hs = append(hs, h)
+	}
+	return hs
 }
 
 // hashString is FNV-1a of s, as the server hashes a namespace.

@@ -27,8 +27,9 @@ type Ring struct {
 	reg   registry
 	stat  statusBox
 	ran   atomic.Bool
-	// fence is started by Run, before the first write.
-	fence *fencer
+	// fence and deliver are started by Run, before the first write.
+	fence   *fencer
+	deliver *deliverer
 }
 
 // New checks cfg and returns a ring member that has not joined yet.
@@ -67,6 +68,13 @@ func (r *Ring) LeaseName() string { return r.lease }
 type state struct {
 	lease *coordinationv1.Lease // as last written, nil before the first
 	held  set                   // the buckets published as held
+	// releasing are held buckets whose gate is closed for a release not
+	// yet recorded: not claims, and never reopened by verify.
+	releasing set
+	// cached is what the informers were last seen to hold, as published.
+	cached set
+	// leaving is set once Run's context has ended.
+	leaving bool
 	// renewed is when the last successful write was sent; zero before.
 	renewed time.Time
 	obs     observer
@@ -76,19 +84,32 @@ type state struct {
 	round int
 }
 
+func (r *Ring) newState() *state {
+	n := r.cfg.Buckets
+	return &state{held: newSet(n), releasing: newSet(n), cached: newSet(n)}
+}
+
 // Run joins the ring and keeps this replica's membership until ctx ends,
-// then leaves gracefully: it stops handling, drains, records that it
-// holds nothing and deletes its Lease, within RenewDeadline. It returns
-// nil after leaving, or an error if it was called before.
+// then leaves gracefully (see leave), within RenewDeadline. It returns nil
+// after leaving, or an error if it was called before.
 func (r *Ring) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("ring: Run called twice")
 	}
-	st := &state{held: newSet(r.cfg.Buckets)}
+	st := r.newState()
 	r.fence = startFencer(r.cfg.Clock, func() {
 		r.gate.shut(fullSet(r.cfg.Buckets))
 		r.stat.fenced(r.cfg.RenewDeadline)
 	})
+	defer r.fence.stop()
+	r.deliver = startDeliverer(&r.reg)
+	defer r.deliver.stop()
+	r.loop(ctx, st)
+	return r.leave(st)
+}
+
+// loop runs rounds until ctx ends.
+func (r *Ring) loop(ctx context.Context, st *state) {
 	for ctx.Err() == nil {
 		wait := r.round(ctx, st)
 		t := r.cfg.Clock.NewTimer(wait)
@@ -98,7 +119,6 @@ func (r *Ring) Run(ctx context.Context) error {
 		}
 		t.Stop()
 	}
-	return r.leave(st)
 }
 
 // Start is Run, under controller-runtime's Runnable name.
@@ -109,14 +129,15 @@ func (r *Ring) Start(ctx context.Context) error { return r.Run(ctx) }
 func (r *Ring) NeedLeaderElection() bool { return false }
 
 // round is one pass of the loop: renew, read, verify claims, plan,
-// release, claim. It returns how long to wait before the next.
+// cache, release what successors have cached, claim. It returns how long
+// to wait before the next.
 func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 	st.round++
 	r.fenceIfLate(st)
 	ctx, cancel := context.WithDeadline(ctx, r.callDeadline(st))
 	defer cancel()
 	if st.lease == nil || r.cfg.Clock.Since(st.renewed) >= r.cfg.RetryPeriod {
-		if err := r.write(ctx, st, st.held, false); err != nil {
+		if err := r.write(ctx, st, st.held); err != nil {
 			r.stat.failed(fmt.Errorf("renewing Lease %s: %w", r.lease, err))
 			return r.cfg.RetryPeriod
 		}
@@ -127,17 +148,20 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		return r.cfg.RetryPeriod
 	}
 	r.verify(st, v)
-	mine := v.target(r.lease, st.held)
+	owner := v.plan(r.lease, st.held)
+	mine := ownedBy(owner, r.lease)
 	r.reg.setCache(mine.union(st.held))
-	if rel := st.held.minus(mine); rel.len() > 0 {
-		if err := r.release(ctx, st, rel); err != nil {
-			r.stat.failed(err)
-		}
+	r.gate.setPending(mine)
+	r.reg.prune()
+	r.noteCached(ctx, st, mine.union(st.held))
+	if err := r.release(ctx, st, v, owner, st.held.minus(mine)); err != nil {
+		r.stat.failed(err)
 	}
 	r.claim(ctx, st, v, mine)
 	r.reg.setCache(mine.union(st.held))
-	r.stat.observed(v, r.lease, mine, r.gate.snapshot(r.cfg.Buckets), r.reg.filtering())
-	if !mine.equal(st.held) || !st.held.equal(r.gate.snapshot(r.cfg.Buckets)) {
+	open := r.gate.snapshot(r.cfg.Buckets)
+	r.stat.observed(v, r.lease, mine, open, r.reg.filtering())
+	if !mine.equal(st.held) || !st.held.equal(open) {
 		return r.cfg.RetryPeriod / 4
 	}
 	return r.cfg.RetryPeriod

@@ -221,7 +221,7 @@ func TestFailedReleaseWriteDoesNotReopen(t *testing.T) {
 	me.fence = startFencer(clk, func() {})
 	defer me.fence.stop()
 	ctx := t.Context()
-	st := &state{held: newSet(n)}
+	st := me.newState()
 	round := func() {
 		me.round(ctx, st)
 		clk.Step(me.cfg.RetryPeriod / 4)
@@ -241,7 +241,7 @@ func TestFailedReleaseWriteDoesNotReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: other.lease, Namespace: "ns"}}
-	other.writeLease(l, clk.Now(), newSet(n), false)
+	other.writeLease(l, clk.Now(), newSet(n), fullSet(n), false) // it has cached everything: the release may go ahead
 	if _, err := cs.CoordinationV1().Leases("ns").Create(ctx, l, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// write publishes held (and leaving) in this replica's Lease, creating it
-// the first time. On success the Lease counts as renewed from the moment
-// the request was sent, and the fencing deadline moves.
-func (r *Ring) write(ctx context.Context, st *state, held set, leaving bool) error {
+// write publishes held, with the cached buckets and whether it is
+// leaving, in this replica's Lease, creating it the first time. On success
+// the Lease counts as renewed from the moment the request was sent, and
+// the fencing deadline moves.
+func (r *Ring) write(ctx context.Context, st *state, held set) error {
 	sent := r.cfg.Clock.Now()
 	leases := r.cfg.Client.Leases(r.cfg.Namespace)
 	l := st.lease
@@ -24,7 +25,7 @@ func (r *Ring) write(ctx context.Context, st *state, held set, leaving bool) err
 	} else {
 		l = l.DeepCopy()
 	}
-	r.writeLease(l, sent, held, leaving)
+	r.writeLease(l, sent, held, st.cached, st.leaving)
 	var got *coordinationv1.Lease
 	var err error
 	if st.lease == nil {
@@ -117,9 +118,10 @@ func (v view) othersHeld(me string) set {
 	return s
 }
 
-// target plans the ring from v and returns my buckets; mine is what I
-// hold now (newer than my Lease in v if I wrote since).
-func (v view) target(me string, mine set) set {
+// plan plans the ring from v and returns each bucket's owner; mine is
+// what this replica holds now (newer than its Lease in v if it wrote
+// since).
+func (v view) plan(me string, mine set) []string {
 	var members []string
 	held := make([]string, v.buckets)
 	for _, m := range v.live {
@@ -134,14 +136,28 @@ func (v view) target(me string, mine set) set {
 			held[b] = m.name
 		}
 	}
-	owner := plan(members, held)
-	s := newSet(v.buckets)
+	return plan(members, held)
+}
+
+// ownedBy is the set of buckets owner gives to m.
+func ownedBy(owner []string, m string) set {
+	s := newSet(len(owner))
 	for b, o := range owner {
-		if o == me {
+		if o == m {
 			s.add(b)
 		}
 	}
 	return s
+}
+
+// member returns the live member named name.
+func (v view) member(name string) (member, bool) {
+	for _, m := range v.live {
+		if m.name == name {
+			return m, true
+		}
+	}
+	return member{}, false
 }
 
 // verify settles the claims made before v was read: a claimed bucket no
@@ -149,7 +165,7 @@ func (v view) target(me string, mine set) set {
 // one another also claims is given up by both, and this replica waits a
 // random number of rounds before claiming again.
 func (r *Ring) verify(st *state, v view) {
-	claimed := st.held.minus(r.gate.snapshot(r.cfg.Buckets))
+	claimed := st.held.minus(r.gate.snapshot(r.cfg.Buckets)).minus(st.releasing)
 	if claimed.len() == 0 {
 		return
 	}
@@ -162,67 +178,109 @@ func (r *Ring) verify(st *state, v view) {
 	open := claimed.minus(conflict)
 	if open.len() > 0 {
 		r.gate.open(open)
-		r.reg.acquired(open)
+		r.deliver.enqueue(&r.reg, open)
 		r.stat.acquired(open.len())
 	}
 }
 
-// release hands buckets back: stop delivering them, wait for the calls in
-// progress, run the drain hook, then record the release in the Lease.
-func (r *Ring) release(ctx context.Context, st *state, rel set) error {
-	r.gate.close(rel)
+// noteCached publishes which of the cache set's buckets the informers
+// hold: all of them once every running informer has synced with it,
+// until then what was cached before and still is in the set.
+func (r *Ring) noteCached(ctx context.Context, st *state, cacheSet set) {
+	now := st.cached.intersect(cacheSet)
+	if r.reg.cached(ctx, cacheSet, r.cfg.RetryPeriod/4) {
+		now = cacheSet
+	}
+	if now.equal(st.cached) {
+		return
+	}
+	st.cached = now
+	if err := r.write(ctx, st, st.held); err != nil {
+		r.stat.failed(fmt.Errorf("publishing the cached buckets: %w", err))
+	}
+}
+
+// release hands back the buckets of rel whose successor has them cached
+// (or that no member is planned to own): stop delivering them, wait for
+// the calls in progress, run the drain hook, then record the release in
+// the Lease. Until recorded they stay closed, in releasing.
+func (r *Ring) release(ctx context.Context, st *state, v view, owner []string, rel set) error {
+	st.releasing = st.releasing.intersect(rel) // planned for this replica again: a claim once more
+	ready := newSet(r.cfg.Buckets)
+	for _, b := range rel.list() {
+		if succ, ok := v.member(owner[b]); owner[b] == "" || ok && succ.cached.has(b) {
+			ready.add(b)
+		}
+	}
+	if ready.len() == 0 {
+		return nil
+	}
+	st.releasing = st.releasing.union(ready)
+	r.gate.close(ready)
 	if r.cfg.Drain != nil {
-		if sh, ok := shardOf(rel, r.cfg.Key); ok {
+		if sh, ok := shardOf(ready, r.cfg.Key); ok {
 			if err := r.cfg.Drain(ctx, sh); err != nil {
 				return fmt.Errorf("draining %s: %w (the release waits for the next round)", sh, err)
 			}
 		}
 	}
-	if err := r.write(ctx, st, st.held.minus(rel), false); err != nil {
-		// The write may have been applied though it failed (a lost
-		// response, a timeout): the Lease may already say these buckets
-		// are free. Closed and still in held, they would look like claims
-		// to the next verify, which would open them again. Drop them: the
-		// next write records the release.
-		st.held = st.held.minus(rel)
-		return fmt.Errorf("recording the release of %d buckets: %w", rel.len(), err)
+	if err := r.write(ctx, st, st.held.minus(ready)); err != nil {
+		return fmt.Errorf("recording the release of %d buckets: %w", ready.len(), err)
 	}
-	r.stat.released(rel.len())
+	st.releasing = st.releasing.minus(ready)
+	r.stat.released(ready.len())
 	return nil
 }
 
-// claim records as held the buckets of mine that are free in v and whose
-// objects every informer has cached; they open at the next round's
+// claim records as held the buckets of mine that are free in v and that
+// every informer has cached; they open at the next round's
 // verify, after a read that follows this write.
 func (r *Ring) claim(ctx context.Context, st *state, v view, mine set) {
 	if st.round < st.quiet {
 		return
 	}
-	free := mine.minus(st.held).minus(v.othersHeld(r.lease))
-	if free.len() == 0 || !r.reg.cached(ctx, mine.union(st.held), r.cfg.RetryPeriod/4) {
+	free := mine.minus(st.held).minus(v.othersHeld(r.lease)).intersect(st.cached)
+	if free.len() == 0 {
 		return
 	}
-	if err := r.write(ctx, st, st.held.union(free), false); err != nil {
+	if err := r.write(ctx, st, st.held.union(free)); err != nil {
 		r.stat.failed(fmt.Errorf("claiming %d buckets: %w", free.len(), err))
 	}
 }
 
-// leave stops handling, drains, records that this replica holds nothing
-// and is leaving, then deletes its Lease; bounded by RenewDeadline.
+// leave hands everything over before going: it marks its Lease leaving
+// (the others plan without it and cache its buckets), runs rounds that
+// release each bucket once its successor has it cached, and after half of
+// RenewDeadline releases what is left regardless; then it records that it
+// holds nothing and deletes its Lease. All within RenewDeadline.
 func (r *Ring) leave(st *state) error {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
-	defer cancel()
-	defer r.fence.stop()
 	if st.lease == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
+	defer cancel()
+	st.leaving = true
+	handover, stop := context.WithTimeout(ctx, r.cfg.RenewDeadline/2)
+	if err := r.write(handover, st, st.held); err != nil {
+		r.stat.failed(fmt.Errorf("announcing the leave: %w", err))
+	}
+	for handover.Err() == nil && st.held.len() > 0 {
+		r.round(handover, st)
+		t := r.cfg.Clock.NewTimer(r.cfg.RetryPeriod / 4)
+		select {
+		case <-handover.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	}
+	stop()
 	r.gate.close(fullSet(r.cfg.Buckets))
 	if r.cfg.Drain != nil && st.held.len() > 0 {
 		if sh, ok := shardOf(st.held, r.cfg.Key); ok {
 			_ = r.cfg.Drain(ctx, sh)
 		}
 	}
-	if err := r.write(ctx, st, newSet(r.cfg.Buckets), true); err != nil {
+	if err := r.write(ctx, st, newSet(r.cfg.Buckets)); err != nil {
 		r.stat.failed(fmt.Errorf("leaving: %w; others take over when the Lease expires", err))
 		return nil
 	}

@@ -32,7 +32,8 @@ func setOf(n int, buckets ...int) set {
 // both see the other's claim and both give it up.
 func TestVerifyOpensOnlyUncontestedClaims(t *testing.T) {
 	r := newTestRing(t)
-	st := &state{held: setOf(16, 1, 2, 3), round: 7}
+	st := r.newState()
+	st.held, st.round = setOf(16, 1, 2, 3), 7
 	r.gate.open(setOf(16, 1)) // 1 was verified earlier; 2 and 3 are claims
 	other := member{name: "other", held: setOf(16, 3)}
 	r.verify(st, view{buckets: 16, live: []member{{name: r.lease, held: st.held}, other}})
