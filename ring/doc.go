@@ -38,16 +38,18 @@
 //
 // A replica's informers cache the buckets it owns, acquires and releases;
 // its handlers see events only for the buckets it holds the handling right
-// for. A bucket changes hands by release, then acquire: the old owner
+// for. A bucket changes hands by release, then acquire: the new owner
+// caches the bucket first and says so in its Lease; then the old owner
 // closes its gate for it (no new handler call starts; calls in progress
-// finish), runs Config.Drain, records the release in its Lease, and then
-// drops the bucket from its caches; the new owner has cached the bucket
-// first, claims it in its Lease once no other live Lease holds it, and
-// opens its gate only after a later read shows no other claim (two
-// simultaneous claims see each other and both back off). On acquiring,
-// handlers get an add for every cached object of the bucket; on
-// releasing, they get nothing, and a reconciler that queued a key before
-// the release asks Informer.HandlesKey or Ring.Handles before acting.
+// finish), runs Config.Drain, records the release in its Lease and drops
+// the bucket from its caches; the new owner claims it in its Lease once no
+// other live Lease holds it, and opens its gate only after a later read
+// shows no other claim (two simultaneous claims see each other and both
+// back off). On opening, handlers get the deletes that happened while the
+// bucket was in flight (kept by the new owner), then an add for every
+// cached object of the bucket, off the ring's loop; on releasing, they get
+// nothing, and a reconciler that queued a key before the release asks
+// Informer.HandlesKey or Ring.Handles before acting.
 //
 // # Guarantees
 //
