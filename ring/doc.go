@@ -7,7 +7,7 @@
 //
 //	r, err := ring.New(ring.Config{Client: cs.CoordinationV1(), Namespace: "kube-system", Name: "my-controller", Identity: podName})
 //	inf := r.NewInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}) // or crcache.Options{NewInformer: r.NewInformer}
-//	go r.Run(ctx) // or mgr.Add(r): it runs on every replica
+//	go r.Run(ctx) // controller-runtime: AddRing(mgr, r) of github.com/kreflector/cache/integration/controllerruntime
 //
 // # Membership
 //

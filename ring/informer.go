@@ -81,7 +81,16 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	if !i.ring.reg.start(ctx, i) {
 		return
 	}
+	defer i.stopped()
 	i.SharedIndexInformer.RunWithContext(ctx)
+}
+
+// stopped takes a stopped informer out of the ring's reckoning: the ring
+// no longer waits for its cache before publishing what it has cached.
+func (i *Informer) stopped() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.running = false
 }
 
 // AddEventHandler registers h behind the ring's handling gate.

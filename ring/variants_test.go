@@ -6,7 +6,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache/cachetest"
 	"github.com/kreflector/cache/shard"
@@ -94,3 +96,24 @@ func TestRingCollectsDeadMembersLeases(t *testing.T) {
 }
 
 var metav1GetOptions = metav1.GetOptions{}
+
+// An informer of the ring that has stopped no longer counts: the ring does
+// not wait for its cache, and handoffs go on.
+func TestRingForgetsAStoppedInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		g := newRig(t, ctx, 100)
+		g.join("a")
+		c := g.join("c")
+		extra := c.ring.NewInformer(g.cms.Namespace(""), &corev1.ConfigMap{}, 0, clientgocache.Indexers{})
+		ectx, ecancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); extra.RunWithContext(ectx) }()
+		g.waitFormed(30 * time.Second)
+		ecancel()
+		<-done
+		g.step("leave 2→1", 1.0/2, graceful, func() { g.leave("a") })
+		g.leave("c")
+	})
+}

@@ -12,8 +12,9 @@
 // It also puts controllers on an elastic ring (package
 // github.com/kreflector/cache/ring), one line each: the cache's informers
 // follow the ring with crcache.Options{NewInformer: r.NewInformer}; the
-// ring runs on every replica with mgr.Add(r) (or AddRing, when informers
-// are made before the manager starts); and Elastic's Reconciler drops the
+// ring runs on every replica, started with the caches, by AddRing(mgr, r)
+// (plain mgr.Add(r) would start it after them, which holds the start
+// forever when an informer is made before it); and Elastic's Reconciler drops the
 // requests for objects this replica released since they were queued,
 // while its Drain, as ring.Config.Drain, holds a release back until the
 // reconciles in progress of the released buckets have returned (see

@@ -38,7 +38,7 @@ import (
 //	e := controllerruntime.NewElastic()
 //	r, err := ring.New(ring.Config{..., Drain: e.Drain})
 //	mgr, err := manager.New(cfg, manager.Options{Cache: crcache.Options{NewInformer: r.NewInformer}})
-//	err = mgr.Add(r)
+//	err = controllerruntime.AddRing(mgr, r)
 //	err = builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(e.Reconciler(mgr, &corev1.ConfigMap{}, inner))
 //
 // Why Drain cannot look at the controller's workqueue instead: the

@@ -37,7 +37,7 @@ func Example_elasticRing() {
 		if err != nil {
 			return err
 		}
-		if err := mgr.Add(r); err != nil { // or elastic.AddRing(mgr, r) if informers are made before Start (field indexes)
+		if err := elastic.AddRing(mgr, r); err != nil { // on every replica, started with the caches
 			return err
 		}
 		err = builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(e.Reconciler(mgr, &corev1.ConfigMap{}, inner))
