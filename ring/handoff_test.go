@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,9 +34,7 @@ func (g *rig) heldInLease(lease string, b int) bool {
 // the drain hook with the released buckets, and only then records the
 // release; the replica taking over waits for that record, and says so.
 func TestReleaseWaitsForTheHandlerAndTheDrain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRig(t, ctx, 200)
 		blocked, unblock := make(chan string, 1), make(chan struct{})
 		var victim string
@@ -140,9 +137,7 @@ func touch(obj runtime.Object) *corev1.ConfigMap {
 // closed it, the new one has not opened it) reaches the new owner's
 // handler when the bucket opens, and the old owner's never.
 func TestDeleteDuringAHandoffReachesTheNewOwner(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRig(t, ctx, 200)
 		draining, proceed := make(chan shard.Shard, 1), make(chan struct{})
 		var once sync.Once

@@ -2,6 +2,8 @@ package ring
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -156,11 +158,7 @@ func (g *registry) prune() {
 func (i *Informer) gated() []*gatedHandler {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	hs := make([]*gatedHandler, 0, len(i.handlers))
-	for _, h := range i.handlers {
-		hs = append(hs, h)
-	}
-	return hs
+	return slices.Collect(maps.Values(i.handlers))
 }
 
 // hashString is FNV-1a of s, as the server hashes a namespace.

@@ -3,8 +3,10 @@ package ring
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -299,3 +301,33 @@ func (g *rig) kill(name string) {
 // poorly (ns-0 … ns-29 fall in 2 of 64 buckets), so the names differ
 // throughout.
 func nsName(i int) string { return fmt.Sprintf("ns-%016x", mix(uint64(i)+1)) }
+
+// inBubble runs f in a synctest bubble with a context that ends with it.
+func inBubble(t *testing.T, f func(t *testing.T, ctx context.Context)) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		f(t, ctx)
+	})
+}
+
+// joinAll starts the replicas named.
+func (g *rig) joinAll(names ...string) {
+	for _, n := range names {
+		g.join(n)
+	}
+}
+
+// leaveAll has every replica still running leave, in name order.
+func (g *rig) leaveAll() {
+	g.mu.Lock()
+	names := make([]string, 0, len(g.replicas))
+	for n := range g.replicas {
+		names = append(names, n)
+	}
+	g.mu.Unlock()
+	slices.Sort(names)
+	for _, n := range names {
+		g.leave(n)
+	}
+}

@@ -3,7 +3,6 @@ package ring
 import (
 	"context"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -108,9 +107,7 @@ func (g *rig) checkAdds(what string) {
 const graceful = 5 * time.Second
 
 func TestRingScalesWithoutOverlapOrGap(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRig(t, ctx, 400)
 		g.join("a")
 		g.join("b")
@@ -121,9 +118,7 @@ func TestRingScalesWithoutOverlapOrGap(t *testing.T) {
 		g.step("leave 5→4", 1.0/5, graceful, func() { g.leave("a") })
 		g.step("leave 4→3", 1.0/4, graceful, func() { g.leave("b") })
 		g.step("kill 3→2", 1.0/3, DefaultLeaseDuration+graceful, func() { g.kill("c") })
-		for _, n := range []string{"d", "e"} {
-			g.leave(n)
-		}
+		g.leaveAll()
 	})
 }
 
@@ -131,13 +126,9 @@ func TestRingScalesWithoutOverlapOrGap(t *testing.T) {
 // handling at its renew deadline, before the others take over at the
 // Lease's expiry, and rejoins once the connection is back.
 func TestRingFencesABlackHoledReplica(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRig(t, ctx, 300)
-		for _, n := range []string{"a", "b", "c"} {
-			g.join(n)
-		}
+		g.joinAll("a", "b", "c")
 		g.waitFormed(30 * time.Second)
 		b := g.replicas["b"]
 		g.step("black hole", 1.0/3, DefaultLeaseDuration+graceful, func() {
@@ -154,9 +145,7 @@ func TestRingFencesABlackHoledReplica(t *testing.T) {
 		g.replicas["b"] = b
 		g.mu.Unlock()
 		g.step("back", 1.0/3, graceful, func() { b.holes.set(false) })
-		for _, n := range []string{"a", "b", "c"} {
-			g.leave(n)
-		}
+		g.leaveAll()
 	})
 }
 

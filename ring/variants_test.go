@@ -3,7 +3,6 @@ package ring
 import (
 	"context"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,9 +16,7 @@ import (
 // With the namespace key, each namespace's objects are handled by one
 // replica, through a join.
 func TestRingByNamespaceKeepsANamespaceTogether(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRigWith(t, ctx, 300, cachetest.Options{}, 30)
 		byNS := func(c *Config) { c.Key = shard.ByNamespace }
 		g.joinWith("a", byNS, nil)
@@ -44,18 +41,14 @@ func TestRingByNamespaceKeepsANamespaceTogether(t *testing.T) {
 		if counts := g.handlers(); len(counts) != 3 {
 			t.Fatalf("not every replica handles a namespace: %v", counts)
 		}
-		for _, n := range []string{"a", "b", "c"} {
-			g.leave(n)
-		}
+		g.leaveAll()
 	})
 }
 
 // On a server that ignores shard selectors the informers filter locally:
 // handling is as exact, and Status says so.
 func TestRingOnAServerWithoutTheGateFiltersLocally(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRigWith(t, ctx, 200, cachetest.Options{DisableShardedListAndWatch: true}, 1)
 		g.join("a")
 		g.join("b")
@@ -70,18 +63,14 @@ func TestRingOnAServerWithoutTheGateFiltersLocally(t *testing.T) {
 				t.Errorf("%s caches %d objects of %d: not filtered", name, n, len(g.objects))
 			}
 		}
-		for _, n := range []string{"a", "b", "c"} {
-			g.leave(n)
-		}
+		g.leaveAll()
 	})
 }
 
 // A Lease left by a replica that died is deleted once it has been expired
 // for twice its duration.
 func TestRingCollectsDeadMembersLeases(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRig(t, ctx, 50)
 		g.join("a")
 		b := g.join("b")
@@ -100,9 +89,7 @@ var metav1GetOptions = metav1.GetOptions{}
 // An informer of the ring that has stopped no longer counts: the ring does
 // not wait for its cache, and handoffs go on.
 func TestRingForgetsAStoppedInformer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+	inBubble(t, func(t *testing.T, ctx context.Context) {
 		g := newRig(t, ctx, 100)
 		g.join("a")
 		c := g.join("c")
