@@ -2,10 +2,10 @@ package ring
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
