@@ -50,6 +50,16 @@ func (s set) clone() set {
 	return c
 }
 
+// isEmpty says whether s has no bucket.
+func (s set) isEmpty() bool {
+	for _, w := range s.words {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // len is the number of buckets in s.
 func (s set) len() int {
 	c := 0

@@ -35,6 +35,8 @@ type Informer struct {
 	mu       sync.Mutex
 	handlers map[clientgocache.ResourceEventHandlerRegistration]*gatedHandler
 	running  bool
+	// stopped is set when Run returns: the informer counts no more.
+	ended bool
 	shard    cacheShard
 }
 
@@ -90,7 +92,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 func (i *Informer) stopped() {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.running = false
+	i.running, i.ended = false, true
 }
 
 // AddEventHandler registers h behind the ring's handling gate.

@@ -26,6 +26,11 @@ const (
 	// cached, so that no change of the bucket's objects (a delete above
 	// all) falls between the two caches.
 	AnnotationCached = "ring.kreflector.io/cached"
+	// AnnotationReady marks a member whose informers have cached its
+	// share once: only ready members are planned for, so that a replica
+	// that cannot cache (it may not list, say) never takes buckets it
+	// could not handle.
+	AnnotationReady = "ring.kreflector.io/ready"
 	// AnnotationLeaving marks a member on its way out: it counts for no
 	// quota, and what it still holds is released before its Lease goes.
 	AnnotationLeaving = "ring.kreflector.io/leaving"
@@ -42,8 +47,12 @@ type member struct {
 	held     set
 	cached   set
 	leaving  bool
+	ready    bool
 	duration time.Duration
 }
+
+// counts says whether the plan gives m a share.
+func (m member) counts() bool { return m.ready && !m.leaving }
 
 // readMember decodes a ring Lease of a ring of n buckets.
 func readMember(l *coordinationv1.Lease, n int) (member, error) {
@@ -68,12 +77,21 @@ func readMember(l *coordinationv1.Lease, n int) (member, error) {
 		}
 	}
 	m.leaving = l.Annotations[AnnotationLeaving] == "true"
+	m.ready = l.Annotations[AnnotationReady] == "true"
 	return m, nil
 }
 
+// published is what a member says of itself in its Lease.
+type published struct {
+	held, cached   set
+	leaving, ready bool
+}
+
 // writeLease sets on l what this member publishes: identity, duration,
-// renew time, held and cached buckets and whether it is leaving.
-func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, held, cached set, leaving bool) {
+// renew time, held and cached buckets, whether it is ready and whether
+// it is leaving.
+func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, p published) {
+	held, cached, leaving := p.held, p.cached, p.leaving
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
@@ -86,6 +104,9 @@ func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, held, cached s
 	l.Annotations[AnnotationCached] = cached.encode()
 	if leaving {
 		l.Annotations[AnnotationLeaving] = "true"
+	}
+	if p.ready {
+		l.Annotations[AnnotationReady] = "true"
 	}
 	l.Spec.HolderIdentity = ptr.To(r.cfg.Identity)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.LeaseDuration / time.Second))

@@ -102,12 +102,17 @@ func (i *Informer) reshard(s set, sh cache.Shard, r *Ring) {
 	i.shard = cacheShard{set: s.clone(), ok: true}
 }
 
-// cached says whether every running informer's cache holds the buckets
-// of s, waiting at most d.
+// cached says whether every informer of the ring holds the buckets of s,
+// waiting at most d: one made but not started yet does not (it will be,
+// as every informer is; a replica whose informers do not start does not
+// become ready), one that has stopped no longer counts.
 func (g *registry) cached(ctx context.Context, s set, d time.Duration) bool {
 	sh, ok := shardOf(s, g.ring.cfg.Key)
 	if !ok {
 		return true
+	}
+	if g.unstarted() {
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -117,6 +122,22 @@ func (g *registry) cached(ctx context.Context, s set, d time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// unstarted says whether an informer of the ring has been made but not
+// started.
+func (g *registry) unstarted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, i := range g.infs {
+		i.mu.Lock()
+		waiting := !i.running && !i.ended
+		i.mu.Unlock()
+		if waiting {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *registry) running() []*Informer {

@@ -116,8 +116,14 @@ func (g *rig) joinWith(name string, configure func(*Config), h clientgocache.Res
 
 // startRing runs an already built ring as replica name, with an informer.
 func (g *rig) startRing(name string, r *Ring) *replica {
+	return g.startRingOn(name, r, g.cms.Namespace(""))
+}
+
+// startRingOn runs an already built ring as replica name, with an
+// informer over lw.
+func (g *rig) startRingOn(name string, r *Ring, lw clientgocache.ListerWatcher) *replica {
 	rp := &replica{name: name, ring: r, done: make(chan struct{}), holes: &blackHole{}, adds: map[string]int{}}
-	rp.inf = r.NewInformer(g.cms.Namespace(""), &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
+	rp.inf = r.NewInformer(lw, &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
 	if _, err := rp.inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{AddFunc: rp.added}); err != nil {
 		g.t.Fatal(err)
 	}

@@ -73,8 +73,9 @@ type state struct {
 	releasing set
 	// cached is what the informers were last seen to hold, as published.
 	cached set
-	// leaving is set once Run's context has ended.
-	leaving bool
+	// leaving is set once Run's context has ended; ready once the
+	// informers have cached this replica's share.
+	leaving, ready bool
 	// renewed is when the last successful write was sent; zero before.
 	renewed time.Time
 	obs     observer
@@ -148,16 +149,20 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		return r.cfg.RetryPeriod
 	}
 	r.verify(st, v)
-	owner := v.plan(r.lease, st.held)
+	owner := v.plan(r.lease, st.held, st.ready)
 	mine := ownedBy(owner, r.lease)
 	r.reg.setCache(mine.union(st.held))
 	r.gate.setPending(mine)
 	r.reg.prune()
 	r.noteCached(ctx, st, mine.union(st.held))
-	if err := r.release(ctx, st, v, owner, st.held.minus(mine)); err != nil {
-		r.stat.failed(err)
+	if st.ready {
+		if err := r.release(ctx, st, v, owner, st.held.minus(mine)); err != nil {
+			r.stat.failed(err)
+		}
+		r.claim(ctx, st, v, mine)
+	} else {
+		r.becomeReady(ctx, st, mine) // claims wait for a plan that counts it
 	}
-	r.claim(ctx, st, v, mine)
 	r.reg.setCache(mine.union(st.held))
 	open := r.gate.snapshot(r.cfg.Buckets)
 	r.stat.observed(v, r.lease, mine, open, r.reg.filtering())
@@ -165,6 +170,22 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		return r.cfg.RetryPeriod / 4
 	}
 	return r.cfg.RetryPeriod
+}
+
+// becomeReady makes this replica ready, and says so in its Lease, once
+// its informers hold the share it plans for itself. Until then it neither
+// claims nor is planned for by the others.
+func (r *Ring) becomeReady(ctx context.Context, st *state, mine set) {
+	if mine.len() == 0 || !mine.minus(st.cached).isEmpty() {
+		return
+	}
+	st.ready = true
+	if err := r.write(ctx, st, st.held); err != nil {
+		st.ready = false
+		r.stat.failed(fmt.Errorf("announcing readiness: %w", err))
+		return
+	}
+	r.stat.update(func(s *Status) { s.Ready = true })
 }
 
 // fenceIfLate stops all handling once the last successful renew is

@@ -215,7 +215,8 @@ func TestFailedReleaseWriteDoesNotReopen(t *testing.T) {
 		me.round(ctx, st)
 		clk.Step(me.cfg.RetryPeriod / 4)
 	}
-	// Alone: claim every bucket, then open them.
+	// Alone: become ready, claim every bucket, then open them.
+	round()
 	round()
 	round()
 	if got := me.gate.snapshot(n).len(); got != n {
@@ -230,7 +231,7 @@ func TestFailedReleaseWriteDoesNotReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: other.lease, Namespace: "ns"}}
-	other.writeLease(l, clk.Now(), newSet(n), fullSet(n), false) // it has cached everything: the release may go ahead
+	other.writeLease(l, clk.Now(), published{held: newSet(n), cached: fullSet(n), ready: true}) // it has cached everything: the release may go ahead
 	if _, err := cs.CoordinationV1().Leases("ns").Create(ctx, l, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

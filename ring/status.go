@@ -25,6 +25,9 @@ type Status struct {
 	// Waiting names the members still holding buckets planned for this
 	// replica, with how many each.
 	Waiting map[string]int
+	// Ready is set once this replica's informers have cached its share:
+	// until then the others do not plan for it (see AnnotationReady).
+	Ready bool
 	// Fenced is set when this replica stopped handling because it could
 	// not renew within RenewDeadline; cleared at the next renew.
 	Fenced bool
@@ -46,7 +49,7 @@ type Status struct {
 
 // Formed says whether this replica handles exactly what the ring plans.
 func (s Status) Formed() bool {
-	return s.Members > 0 && !s.Fenced && s.Planned == s.Handling && len(s.Waiting) == 0
+	return s.Members > 0 && s.Ready && !s.Fenced && s.Planned == s.Handling && len(s.Waiting) == 0
 }
 
 // String says in one line how the replica stands and, if it is not
@@ -59,6 +62,8 @@ func (s Status) String() string {
 		b.WriteString("; left the ring")
 	case s.Members == 0:
 		b.WriteString("; has not read the ring yet")
+	case !s.Ready:
+		b.WriteString("; not ready: its informers have not cached its share yet, so the others do not plan for it")
 	case s.Fenced:
 		b.WriteString("; fenced: could not renew its Lease within the renew deadline")
 	}

@@ -69,7 +69,7 @@ func (b *statusBox) observed(v view, me string, mine, open set, filtering int) {
 	}
 	members := 0
 	for _, m := range v.live {
-		if !m.leaving {
+		if m.counts() {
 			members++
 		}
 	}

@@ -25,7 +25,7 @@ func (r *Ring) write(ctx context.Context, st *state, held set) error {
 	} else {
 		l = l.DeepCopy()
 	}
-	r.writeLease(l, sent, held, st.cached, st.leaving)
+	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready})
 	var got *coordinationv1.Lease
 	var err error
 	if st.lease == nil {
@@ -120,12 +120,15 @@ func (v view) othersHeld(me string) set {
 
 // plan plans the ring from v and returns each bucket's owner; mine is
 // what this replica holds now (newer than its Lease in v if it wrote
-// since).
-func (v view) plan(me string, mine set) []string {
+// since). The ready members count; a replica not ready yet plans as if
+// every member that is not leaving were (itself included), which gives
+// it the share it will have once they are, to cache meanwhile: replicas
+// starting together each cache their own share, not everything.
+func (v view) plan(me string, mine set, ready bool) []string {
 	var members []string
 	held := make([]string, v.buckets)
 	for _, m := range v.live {
-		if !m.leaving {
+		if m.counts() || !m.leaving && (m.name == me || !ready) {
 			members = append(members, m.name)
 		}
 		h := m.held

@@ -2,11 +2,17 @@ package ring
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache/cachetest"
@@ -102,5 +108,40 @@ func TestRingForgetsAStoppedInformer(t *testing.T) {
 		<-done
 		g.step("leave 2→1", 1.0/2, graceful, func() { g.leave("a") })
 		g.leave("c")
+	})
+}
+
+// A replica whose informers cannot cache (it may not list, say) never
+// becomes ready, so no bucket is planned for it: when another replica
+// dies, the ones that can handle take its buckets over.
+func TestRingPlansNothingForAReplicaThatCannotCache(t *testing.T) {
+	inBubble(t, func(t *testing.T, ctx context.Context) {
+		g := newRig(t, ctx, 200)
+		g.joinAll("a", "b")
+		g.waitFormed(30 * time.Second)
+		forbidden := &clientgocache.ListWatch{
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+				return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no RBAC for this version"))
+			},
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+				return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no RBAC for this version"))
+			},
+		}
+		x, err := New(Config{Client: g.leases.CoordinationV1(), Namespace: "ring", Name: "test", Identity: "x", Buckets: rigBuckets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := g.startRingOn("x", x, forbidden)
+		g.mu.Lock()
+		delete(g.replicas, "x") // it handles nothing; the ring forms without it
+		g.mu.Unlock()
+		g.sampleFor(10 * time.Second)
+		g.step("kill 2→1 beside a replica that cannot cache", 1.0/2, DefaultLeaseDuration+graceful, func() { g.kill("b") })
+		if s := x.Status(); s.Ready || !strings.Contains(s.String(), "not ready") {
+			t.Fatalf("the replica that cannot cache: %s", s)
+		}
+		broken.cancel()
+		<-broken.done
+		g.leaveAll()
 	})
 }
