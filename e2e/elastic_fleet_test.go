@@ -96,8 +96,20 @@ type replicaProc struct {
 	recs    []replicaRecord
 }
 
-func newFleet(t *testing.T, bin, host string, args ...string) *fleet {
-	f := &fleet{t: t, bin: bin, dir: t.TempDir(), args: args, host: host}
+// keepLogsEnv, if set to a directory, keeps the replicas' logs there
+// (one subdirectory per run) rather than in the test's temporary one.
+const keepLogsEnv = "KREFLECTOR_ELASTIC_LOGS"
+
+func newFleet(t *testing.T, name, bin, host string, args ...string) *fleet {
+	dir := t.TempDir()
+	if keep := os.Getenv(keepLogsEnv); keep != "" {
+		dir = filepath.Join(keep, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the %s replicas' logs are kept in %s", name, dir)
+	}
+	f := &fleet{t: t, bin: bin, dir: dir, args: args, host: host}
 	t.Cleanup(func() {
 		for _, p := range f.procs {
 			if p.alive() {
@@ -313,6 +325,7 @@ type cmChurn struct {
 
 	writes, failed atomic.Uint64
 	started        time.Time
+	ended          time.Time    // set by finish
 	pausedFor      atomic.Int64 // nanoseconds
 
 	mu   sync.Mutex
@@ -364,10 +377,11 @@ func (c *cmChurn) write(rng *rand.Rand, op int) {
 	defer cancel()
 	api := c.cs.CoreV1().ConfigMaps(c.ns)
 	var err error
+	var name string
 	switch k := rng.IntN(10); {
 	case k == 0:
 		c.mu.Lock()
-		name := "churn-" + strconv.Itoa(c.next)
+		name = "churn-" + strconv.Itoa(c.next)
 		c.next++
 		c.mu.Unlock()
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"op": strconv.Itoa(op)}}
@@ -376,20 +390,10 @@ func (c *cmChurn) write(rng *rand.Rand, op int) {
 			c.live = append(c.live, name)
 			c.mu.Unlock()
 		}
-	case k == 1:
-		c.mu.Lock()
-		if len(c.live) == 0 {
-			c.mu.Unlock()
-			return
-		}
-		i := rng.IntN(len(c.live))
-		name := c.live[i]
-		c.live[i] = c.live[len(c.live)-1]
-		c.live = c.live[:len(c.live)-1]
-		c.mu.Unlock()
+	case k == 1 && c.takeLive(rng, &name):
 		err = api.Delete(ctx, name, metav1.DeleteOptions{})
-	default:
-		name := "cm-" + strconv.Itoa(rng.IntN(c.base))
+	default: // and a delete with no churn-N object live
+		name = "cm-" + strconv.Itoa(rng.IntN(c.base))
 		patch := fmt.Sprintf(`{"data":{"op":"%d"}}`, op)
 		_, err = api.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	}
@@ -403,9 +407,29 @@ func (c *cmChurn) write(rng *rand.Rand, op int) {
 	c.writes.Add(1)
 }
 
-// rate is the writes a second so far, not counting paused time.
+// takeLive takes a random live churn-N object off the list into name,
+// or says there is none.
+func (c *cmChurn) takeLive(rng *rand.Rand, name *string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.live) == 0 {
+		return false
+	}
+	i := rng.IntN(len(c.live))
+	*name = c.live[i]
+	c.live[i] = c.live[len(c.live)-1]
+	c.live = c.live[:len(c.live)-1]
+	return true
+}
+
+// rate is the writes a second until now or finish, not counting paused
+// time.
 func (c *cmChurn) rate() float64 {
-	d := time.Since(c.started) - time.Duration(c.pausedFor.Load())
+	end := time.Now()
+	if !c.ended.IsZero() {
+		end = c.ended
+	}
+	d := end.Sub(c.started) - time.Duration(c.pausedFor.Load())
 	return float64(c.writes.Load()) / d.Seconds()
 }
 
@@ -420,6 +444,7 @@ func (c *cmChurn) resume() { c.paused.Store(false) }
 func (c *cmChurn) finish(t *testing.T) {
 	close(c.stop)
 	<-c.done
+	c.ended = time.Now()
 	if n := c.failed.Load(); n > 0 {
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -64,10 +64,10 @@ func TestElasticRing(t *testing.T) {
 		return []string{"--namespace", ns, "--lease-namespace", ns, "--token", token, "--ca", ca}
 	}
 
-	gated := runElasticGated(t, newFleet(t, bin, testCluster.admin.Host, append(common(), append([]string{"--mode=elastic", "--ring=gated"}, shortLease...)...)...), churn, cs, ns)
+	gated := runElasticGated(t, newFleet(t, "gated", bin, testCluster.admin.Host, append(common(), append([]string{"--mode=elastic", "--ring=gated"}, shortLease...)...)...), churn, cs, ns)
 	ungatedHost := testCluster.ungated(t).Host
-	ungated := runElasticUngated(t, newFleet(t, bin, ungatedHost, append(common(), "--mode=elastic", "--ring=ungated")...), churn, cs, ns)
-	static := runStatic(t, newFleet(t, bin, testCluster.admin.Host, append(common(), "--mode=static")...), churn, cs, ns)
+	ungated := runElasticUngated(t, newFleet(t, "ungated", bin, ungatedHost, append(common(), "--mode=elastic", "--ring=ungated")...), churn, cs, ns)
+	static := runStatic(t, newFleet(t, "static", bin, testCluster.admin.Host, append(common(), "--mode=static")...), churn, cs, ns)
 	churn.finish(t)
 
 	rows := []string{figureHeader}
