@@ -49,12 +49,14 @@ type replicaRecord struct {
 
 func (r replicaRecord) at() time.Time { return time.Unix(0, r.T) }
 
-// buildReplica builds e2e/elasticreplica into a temporary directory.
+// buildReplica builds hack/e2e/elasticreplica into a temporary directory.
+// The program lives outside e2e/ so that ./e2e/... stays one package,
+// whose verbose output go test streams as the tests run.
 func buildReplica(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "elasticreplica")
 	start := time.Now()
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./elasticreplica").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../hack/e2e/elasticreplica").CombinedOutput()
 	if err != nil {
 		t.Fatalf("building the replica: %v\n%s", err, out)
 	}

@@ -29,7 +29,7 @@ const (
 )
 
 // TestElasticRing runs replicas of a controller as separate processes
-// (e2e/elasticreplica) over 2,000 ConfigMaps under a churn of 25 writes a
+// (hack/e2e/elasticreplica) over 2,000 ConfigMaps under a churn of 25 writes a
 // second, and compares, from their logs on one wall clock:
 //
 //   - elastic, gate on (lease 6 s / renew 4 s / retry 1 s): 3 replicas, 2
