@@ -173,12 +173,17 @@ func run(o options) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGUSR1 asks for the cache; caught from the start, since by default
+	// it would end the process.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", o.namespace, fields.Everything())
 	switch o.mode {
 	case "elastic":
-		return runElastic(ctx, o, cs, lw, log)
+		return runElastic(ctx, o, cs, lw, log, usr1)
 	case "static":
-		return runStatic(ctx, o, lw, log)
+		return runStatic(ctx, o, lw, log, usr1)
 	}
 	return fmt.Errorf("--mode %q: want elastic or static", o.mode)
 }
@@ -212,7 +217,7 @@ func (h *handler) funcs() clientgocache.ResourceEventHandlerFuncs {
 	}
 }
 
-func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw clientgocache.ListerWatcher, log *logger) error {
+func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw clientgocache.ListerWatcher, log *logger, usr1 <-chan os.Signal) error {
 	if o.leaseNamespace == "" || o.ringName == "" || o.identity == "" {
 		return fmt.Errorf("elastic: --lease-namespace, --ring and --identity are required")
 	}
@@ -240,7 +245,7 @@ func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw cli
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })
 	wg.Go(func() {
-		reportStatus(ctx, o.statusEvery, log, inf, func() record {
+		reportStatus(ctx, o.statusEvery, log, inf, usr1, func() record {
 			s := r.Status()
 			rec := record{Members: s.Members, Planned: s.Planned, Handling: s.Handling, Formed: s.Formed(), Fenced: s.Fenced}
 			if s.LastError != nil {
@@ -255,7 +260,7 @@ func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw cli
 	return err
 }
 
-func runStatic(ctx context.Context, o options, lw clientgocache.ListerWatcher, log *logger) error {
+func runStatic(ctx context.Context, o options, lw clientgocache.ListerWatcher, log *logger, usr1 <-chan os.Signal) error {
 	s, err := cache.ReplicaShard(o.replica, o.of)
 	if err != nil {
 		return err
@@ -282,7 +287,7 @@ func runStatic(ctx context.Context, o options, lw clientgocache.ListerWatcher, l
 		}
 	})
 	wg.Go(func() {
-		reportStatus(ctx, o.statusEvery, log, inf, func() record {
+		reportStatus(ctx, o.statusEvery, log, inf, usr1, func() record {
 			return record{Formed: synced.Load()}
 		})
 	})
@@ -298,11 +303,8 @@ func runStatic(ctx context.Context, o options, lw clientgocache.ListerWatcher, l
 }
 
 // reportStatus logs status() every period, and the cache on each
-// SIGUSR1, until ctx ends.
-func reportStatus(ctx context.Context, period time.Duration, log *logger, inf clientgocache.SharedIndexInformer, status func() record) {
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+// signal from usr1, until ctx ends.
+func reportStatus(ctx context.Context, period time.Duration, log *logger, inf clientgocache.SharedIndexInformer, usr1 <-chan os.Signal, status func() record) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
