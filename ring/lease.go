@@ -149,6 +149,24 @@ func (o *observer) expired(now time.Time, m member) bool {
 	return ok && now.Sub(s.at) > m.duration
 }
 
+// untilExpiry returns how long until the first of the live members other
+// than me expires if it does not change meanwhile, or false if there is
+// none.
+func (o *observer) untilExpiry(now time.Time, live []member, me string) (time.Duration, bool) {
+	var first time.Duration
+	found := false
+	for _, m := range live {
+		if m.name == me {
+			continue
+		}
+		left := o.seen[m.name].at.Add(m.duration).Sub(now)
+		if !found || left < first {
+			first, found = left, true
+		}
+	}
+	return first, found
+}
+
 // since returns how long ago m last changed.
 func (o *observer) since(now time.Time, m member) time.Duration {
 	return now.Sub(o.seen[m.name].at)

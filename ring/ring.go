@@ -166,11 +166,20 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 	r.reg.setCache(mine.union(st.held))
 	open := r.gate.snapshot(r.cfg.Buckets)
 	r.stat.observed(v, r.lease, mine, open, r.reg.filtering())
+	wait := r.cfg.RetryPeriod
 	if !mine.equal(st.held) || !st.held.equal(open) {
-		return r.cfg.RetryPeriod / 4
+		wait = r.cfg.RetryPeriod / 4
 	}
-	return r.cfg.RetryPeriod
+	// Look again just after a silent member's Lease would expire, so a
+	// dead member's buckets are taken over without waiting out a period.
+	if left, ok := st.obs.untilExpiry(r.cfg.Clock.Now(), v.live, r.lease); ok && left+expiryMargin < wait {
+		wait = max(left+expiryMargin, expiryMargin)
+	}
+	return wait
 }
+
+// expiryMargin is how long after a Lease's expected expiry the loop looks.
+const expiryMargin = 50 * time.Millisecond
 
 // becomeReady makes this replica ready, and says so in its Lease, once
 // its informers hold the share it plans for itself. Until then it neither

@@ -72,6 +72,7 @@ func (g *rig) step(what string, ideal float64, bound time.Duration, change func(
 	g.longest = 0
 	change()
 	g.waitFormed(time.Minute)
+	g.sampleFor(time.Second) // adds are delivered off the ring's loop
 	after := g.owners()
 	share := float64(moved(before, after)) / rigBuckets
 	g.t.Logf("%s: handling %v, longest without a handler %v, %.3f of the buckets moved (ideal %.3f)", what, g.handlers(), g.longest, share, ideal)
