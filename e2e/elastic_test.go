@@ -24,8 +24,10 @@ const (
 	elasticChurnRate = 25 // writes a second
 	// hold is how long each steady state lasts, under churn.
 	hold = 3 * time.Second
-	// holeFor is how long the black-hole lasts: longer than the 6 s lease.
-	holeFor = 10 * time.Second
+	// holeFor is how long the black-hole lasts: longer than the 6 s lease;
+	// holeForDefaults, longer than the default 15 s one.
+	holeFor         = 10 * time.Second
+	holeForDefaults = 20 * time.Second
 )
 
 // TestElasticRing runs replicas of a controller as separate processes
@@ -39,17 +41,19 @@ const (
 //   - elastic, gate off (the ungated kube-apiserver: every replica
 //     receives everything and filters locally), at the default lease
 //     settings 15 s / 10 s / 2 s: 3, 2 join (5), 1 SIGKILLed (4), 2 leave
-//     on SIGTERM (2);
+//     on SIGTERM (2), one's connection black-holed for 20 s (1) and back
+//     (2);
 //   - static i-of-n (cache.ReplicaShard), gate on: 3 replicas, rolled out
 //     one by one (as a StatefulSet's RollingUpdate does: highest ordinal
 //     first, each stopped, started with the new n, and synced before the
 //     next) to 5, then to 2.
 //
 // It prints one table (figureHeader) and asserts the elastic ring's goals
-// on the first run: no object handled by two replicas at once, at most
+// on both elastic runs: no object handled by two replicas at once, at most
 // 5 s without a handler after a graceful change and lease + 5 s after a
 // SIGKILL or black-hole, movement at most 1.25 × the ideal, the caches'
-// union equal to a LIST at quiesce, each replica's share 1/n ± 5 points.
+// union equal to a LIST at quiesce; and, with the gate on, each replica's
+// share 1/n ± 5 points.
 func TestElasticRing(t *testing.T) {
 	began := time.Now()
 	cs := client(t, testCluster.admin)
@@ -71,11 +75,11 @@ func TestElasticRing(t *testing.T) {
 	churn.finish(t)
 
 	rows := []string{figureHeader}
-	var gatedFigures figures
+	var elastic []figures
 	for i, r := range []*ringRun{gated, ungated, static} {
 		fg := r.figures(t, objs)
-		if i == 0 {
-			gatedFigures = fg
+		if i < 2 {
+			elastic = append(elastic, fg)
 		}
 		rows = append(rows, figureRow(r, fg))
 	}
@@ -87,7 +91,8 @@ func TestElasticRing(t *testing.T) {
 	if churn.rate() < 20 {
 		t.Errorf("the churn reached %.1f writes/s, want ≥ 20", churn.rate())
 	}
-	checkGoals(t, gated, gatedFigures)
+	checkGoals(t, gated, elastic[0], true)
+	checkGoals(t, ungated, elastic[1], false) // filtering locally: shares follow the buckets, not the server
 }
 
 // baseObjects lists the ConfigMaps cm-* of ns.
@@ -164,7 +169,8 @@ func runElasticGated(t *testing.T, f *fleet, churn *cmChurn, cs kubernetes.Inter
 func runElasticUngated(t *testing.T, f *fleet, churn *cmChurn, cs kubernetes.Interface, ns string) *ringRun {
 	began := time.Now()
 	r := &ringRun{name: "elastic, gate off", settings: "15 s / 10 s / 2 s", lease: 15 * time.Second, f: f}
-	u := []*replicaProc{f.start("u0", ""), f.start("u1", ""), f.start("u2", "")}
+	proxy := newBlackholeProxy(t, hostPort(t, testCluster.ungated(t).Host))
+	u := []*replicaProc{f.start("u0", ""), f.start("u1", ""), f.start("u2", "https://"+proxy.Addr())} // u2: the one to black-hole
 	r.start = f.waitFormed(u, 3, time.Time{}, minute)
 	time.Sleep(hold)
 
@@ -182,6 +188,14 @@ func runElasticUngated(t *testing.T, f *fleet, churn *cmChurn, cs kubernetes.Int
 	at = r.step("leave 4→2 (SIGTERM)", causeGraceful, 2.0/4)
 	f.term(u[0], u[1])
 	u = u[2:]
+	f.waitFormed(u, 2, at, minute)
+	time.Sleep(hold)
+
+	at = r.step("black-hole out 2→1", causeBlackHole, 1.0/2)
+	proxy.BlackHole(holeForDefaults)
+	f.waitFormed([]*replicaProc{u[1]}, 1, at, minute) // u = u2 (black-holed), u3
+	time.Sleep(time.Until(at.Add(holeForDefaults)))
+	at = r.step("black-hole back 1→2", causeBlackHole, 1.0/2)
 	f.waitFormed(u, 2, at, minute)
 	time.Sleep(hold)
 
