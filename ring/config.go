@@ -56,7 +56,8 @@ type Config struct {
 	// > RetryPeriod, and whole seconds for LeaseDuration.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Buckets is how many equal slices the hash space is cut into, a power
-	// of two from 16 to 4096; every member of a ring must use the same.
+	// of two from 16 to 2048 (so that any selector a plan makes is one
+	// kube-apiserver accepts); every member of a ring must use the same.
 	// Default DefaultBuckets.
 	Buckets int
 	// Drain, if set, is called after this replica stops delivering events
@@ -109,8 +110,8 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: LeaseDuration %v is not whole seconds, as a Lease records it", ErrMisconfigured, c.LeaseDuration)
 	case c.LeaseDuration <= c.RenewDeadline || c.RenewDeadline <= c.RetryPeriod || c.RetryPeriod <= 0:
 		return fmt.Errorf("%w: want LeaseDuration (%v) > RenewDeadline (%v) > RetryPeriod (%v) > 0", ErrMisconfigured, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
-	case c.Buckets < 16 || c.Buckets > 4096 || bits.OnesCount(uint(c.Buckets)) != 1:
-		return fmt.Errorf("%w: Buckets %d: want a power of two from 16 to 4096", ErrMisconfigured, c.Buckets)
+	case c.Buckets < 16 || c.Buckets > maxBuckets || bits.OnesCount(uint(c.Buckets)) != 1:
+		return fmt.Errorf("%w: Buckets %d: want a power of two from 16 to %d", ErrMisconfigured, c.Buckets, maxBuckets)
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ type Informer struct {
 	running  bool
 	// stopped is set when Run returns: the informer counts no more.
 	ended bool
-	shard    cacheShard
+	shard cacheShard
 }
 
 // cacheShard is the shard an informer was last given, if any.
