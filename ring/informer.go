@@ -35,7 +35,7 @@ type Informer struct {
 	mu       sync.Mutex
 	handlers map[clientgocache.ResourceEventHandlerRegistration]*gatedHandler
 	running  bool
-	// stopped is set when Run returns: the informer counts no more.
+	// ended is set when Run returns: the informer counts no more.
 	ended bool
 	shard cacheShard
 }
