@@ -14,15 +14,7 @@ import (
 // Over HTTP with a real dynamic client (cachetest's API server serving a
 // custom resource): the namespace reaches the server and the cache syncs.
 func TestDynamicFactoryOverHTTP(t *testing.T) {
-	srv := cachetest.NewServer(cachetest.Options{})
-	t.Cleanup(srv.Close)
-	res := srv.Resource(cachetest.Type{Resource: "widgets", Object: widget("", "", nil)})
-	srv.Start()
-	for _, w := range []string{"a/one", "a/two", "b/three"} {
-		if _, err := res.Create(t.Context(), widget(w[:1], w[2:], nil), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv := widgetServer(t)
 	client, err := dynamic.NewForConfig(srv.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -37,4 +29,23 @@ func TestDynamicFactoryOverHTTP(t *testing.T) {
 	if k := keys(got); len(k) != 2 || k[0] != "a/one" || k[1] != "a/two" {
 		t.Fatalf("cache holds %v, want [a/one a/two]", k)
 	}
+}
+
+// widgetServer serves widgets a/one, a/two and b/three over HTTP, and the
+// other types given.
+func widgetServer(t *testing.T, others ...cachetest.Type) *cachetest.Server {
+	t.Helper()
+	srv := cachetest.NewServer(cachetest.Options{})
+	t.Cleanup(srv.Close)
+	res := srv.Resource(cachetest.Type{Resource: "widgets", Object: widget("", "", nil)})
+	for _, o := range others {
+		srv.Resource(o)
+	}
+	srv.Start()
+	for _, w := range []string{"a/one", "a/two", "b/three"} {
+		if _, err := res.Create(t.Context(), widget(w[:1], w[2:], nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -20,16 +19,7 @@ import (
 // with the ring's only member, the informer caches the namespace's
 // objects and the factory's WaitForSync waits for the ring to form.
 func TestDynamicFactoryOnARing(t *testing.T) {
-	srv := cachetest.NewServer(cachetest.Options{})
-	t.Cleanup(srv.Close)
-	res := srv.Resource(cachetest.Type{Resource: "widgets", Object: widget("", "", nil)})
-	srv.Resource(cachetest.Type{Group: "coordination.k8s.io", Resource: "leases", Object: &coordinationv1.Lease{}, List: &coordinationv1.LeaseList{}})
-	srv.Start()
-	for _, w := range []string{"a/one", "a/two", "b/three"} {
-		if _, err := res.Create(t.Context(), widget(w[:1], w[2:], nil), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv := widgetServer(t, cachetest.Type{Group: "coordination.k8s.io", Resource: "leases", Object: &coordinationv1.Lease{}, List: &coordinationv1.LeaseList{}})
 	client := dynamic.NewForConfigOrDie(srv.RESTConfig())
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
 	r, err := ring.New(ring.Config{Client: cs.CoordinationV1(), Namespace: "ring", Name: "dynamic", Identity: "only",
