@@ -21,6 +21,8 @@
 // expire. This assumes only that clocks run at about the same rate (they
 // may differ by up to (LeaseDuration-RenewDeadline)/LeaseDuration, a
 // third by default): no two machines' times are ever compared.
+// A member counts only once ready: its informers hold the share it would
+// have, so a replica that cannot cache never takes buckets.
 //
 // # Assignment
 //
