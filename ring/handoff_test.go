@@ -211,3 +211,47 @@ func slicesDelete(objs []runtime.Object, gone runtime.Object) []runtime.Object {
 	}
 	return out
 }
+
+// A drain hook that fails holds the release back: the buckets stay closed
+// (never reopened, so no adds are delivered again) and held, the drain is
+// retried, and the handoff completes once it succeeds.
+func TestAFailingDrainIsRetriedWithoutReopening(t *testing.T) {
+	inBubble(t, func(t *testing.T, ctx context.Context) {
+		g := newRig(t, ctx, 200)
+		var mu sync.Mutex
+		drains, closes, reopens := 0, 0, 0
+		configure := func(cfg *Config) {
+			cfg.Drain = func(context.Context, shard.Shard) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if drains++; drains <= 3 {
+					return errors.New("the workqueue still holds keys")
+				}
+				return nil
+			}
+			cfg.OnHandlingChange = func(opened bool, _ shard.Shard) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case !opened:
+					closes++
+				case closes > 0:
+					reopens++
+				}
+			}
+		}
+		g.joinWith("a", configure, nil)
+		g.waitFormed(30 * time.Second)
+		g.step("join 1→2 with a failing drain", 1.0/2, 3*graceful, func() { g.join("c") })
+		mu.Lock()
+		d, r := drains, reopens
+		mu.Unlock()
+		if d < 4 || r > 0 {
+			t.Fatalf("drains %d (want ≥ 4: three failures, then success), reopenings after the first close %d (want 0)", d, r)
+		}
+		if s := g.replicas["a"].ring.Status(); s.LastError == nil || !strings.Contains(s.LastError.Error(), "workqueue still holds keys") {
+			t.Fatalf("the drain's failure is not in the status: %s", s)
+		}
+		g.leaveAll()
+	})
+}
