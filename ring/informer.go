@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
@@ -66,16 +67,7 @@ func (r *Ring) NewInformer(lw clientgocache.ListerWatcher, obj runtime.Object, r
 // Run waits until the ring has planned this replica's buckets, then runs
 // the informer with them as its shard until stopCh closes.
 func (i *Informer) Run(stopCh <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stopCh:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	i.RunWithContext(ctx)
+	i.RunWithContext(wait.ContextForChannel(stopCh))
 }
 
 // RunWithContext is Run until ctx ends.
