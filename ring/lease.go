@@ -38,8 +38,7 @@ const (
 
 // member is one Lease of the ring as read, and what it says.
 type member struct {
-	name     string // the Lease's name
-	identity string // spec.holderIdentity
+	name string // the Lease's name
 	// version tells one write of the Lease from another: its
 	// resourceVersion and renew time.
 	version  string
@@ -61,7 +60,6 @@ func readMember(l *coordinationv1.Lease, n int) (member, error) {
 	if t := l.Spec.RenewTime; t != nil {
 		m.version += "@" + t.UTC().Format(time.RFC3339Nano)
 	}
-	m.identity = ptr.Deref(l.Spec.HolderIdentity, "")
 	if got := l.Annotations[AnnotationBuckets]; got != strconv.Itoa(n) {
 		return m, fmt.Errorf("%w: Lease %s has %s=%q, this replica uses %d", ErrMisconfigured, l.Name, AnnotationBuckets, got, n)
 	}
