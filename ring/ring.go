@@ -100,7 +100,7 @@ func (r *Ring) Run(ctx context.Context) error {
 	st := r.newState()
 	r.fence = startFencer(r.cfg.Clock, func() {
 		r.gate.shut(fullSet(r.cfg.Buckets))
-		r.stat.fenced(r.cfg.RenewDeadline)
+		r.stat.fenced()
 	})
 	defer r.fence.stop()
 	r.deliver = startDeliverer(&r.reg)
@@ -206,7 +206,7 @@ func (r *Ring) fenceIfLate(st *state) {
 	}
 	if st.held.len() > 0 {
 		r.gate.shut(st.held)
-		r.stat.fenced(r.cfg.Clock.Since(st.renewed))
+		r.stat.fenced()
 	}
 	st.held = newSet(r.cfg.Buckets)
 }

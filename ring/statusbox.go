@@ -46,7 +46,7 @@ func (b *statusBox) failed(err error) {
 	b.update(func(s *Status) { s.LastError, s.LastErrorAt = err, time.Now() })
 }
 
-func (b *statusBox) fenced(late time.Duration) {
+func (b *statusBox) fenced() {
 	b.update(func(s *Status) { s.Fenced, s.Handling = true, 0 })
 }
 
