@@ -208,7 +208,7 @@ func (r *Ring) fenceIfLate(st *state) {
 		r.gate.shut(st.held)
 		r.stat.fenced()
 	}
-	st.held = newSet(r.cfg.Buckets)
+	st.held, st.releasing = newSet(r.cfg.Buckets), newSet(r.cfg.Buckets)
 }
 
 // callDeadline bounds this round's API calls: no call may outlast the
