@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -48,11 +47,7 @@ func BenchmarkWatchEventsSharded(b *testing.B) {
 				tiny := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1", ShardInfo: &metav1.ShardInfo{Selector: shard.String()}}, Items: []corev1.ConfigMap{*first}}
 				lw := &benchLW{pages: map[string]*corev1.ConfigMapList{"": tiny}, queued: []*benchWatch{queuedWatch(events)}}
 				store := newNoopStore(len(events))
-				m.start()
-				runUntil(b, impl.run, lw, store, store.done)
-				m.stop()
-				m.addLive(base)
-				runtime.KeepAlive(store)
+				m.syncInto(impl.run, lw, store, store.done, base)
 			}
 			m.report()
 		})

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -53,11 +52,7 @@ func benchWatchEvents(b *testing.B, n int) {
 			tiny := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []corev1.ConfigMap{*newConfigMap(0, 1)}}
 			lw := &benchLW{pages: map[string]*corev1.ConfigMapList{"": tiny}, queued: []*benchWatch{queuedWatch(events)}}
 			store := newNoopStore(len(events))
-			m.start()
-			runUntil(b, run, lw, store, store.done)
-			m.stop()
-			m.addLive(base)
-			runtime.KeepAlive(store)
+			m.syncInto(run, lw, store, store.done, base)
 			wantListed(b, lw, 1)
 		}
 		m.report()
@@ -73,11 +68,7 @@ func BenchmarkRelist(b *testing.B) {
 			base := liveHeap()
 			lw := &benchLW{pages: listPagesOf(benchObjects, benchPageSize, benchListRV)}
 			store := newFinishStore(0)
-			m.start()
-			runUntil(b, run, lw, store, store.done)
-			m.stop()
-			m.addLive(base)
-			runtime.KeepAlive(store)
+			m.syncInto(run, lw, store, store.done, base)
 			wantListed(b, lw, benchObjects/benchPageSize)
 			wantReplaced(b, store, benchObjects)
 		}
@@ -101,11 +92,7 @@ func BenchmarkWatchListSync(b *testing.B) {
 			lw := &benchLW{watchList: true, queued: []*benchWatch{queuedWatch(events)}}
 			events = nil
 			store := newFinishStore(0)
-			m.start()
-			runUntil(b, run, lw, store, store.done)
-			m.stop()
-			m.addLive(base)
-			runtime.KeepAlive(store)
+			m.syncInto(run, lw, store, store.done, base)
 			wantStreamed(b, lw)
 			wantReplaced(b, store, benchObjects)
 		}
@@ -129,11 +116,7 @@ func BenchmarkRelistThenModify(b *testing.B) {
 			lw := &benchLW{pages: listPagesOf(benchObjects, benchPageSize, benchListRV), queued: []*benchWatch{queuedWatch(events)}}
 			events = nil
 			store := newFinishStore(benchObjects / 2)
-			m.start()
-			runUntil(b, run, lw, store, store.done)
-			m.stop()
-			m.addLive(base)
-			runtime.KeepAlive(store)
+			m.syncInto(run, lw, store, store.done, base)
 			wantListed(b, lw, benchObjects/benchPageSize)
 			wantReplaced(b, store, benchObjects)
 		}

@@ -333,6 +333,17 @@ func (m *itemMeter) addLive(base uint64) {
 	m.live += int64(liveHeap()) - int64(base)
 }
 
+// syncInto runs lw into store until done as one timed section, and
+// records the live heap above base (see addLive) while store is still
+// reachable.
+func (m *itemMeter) syncInto(run reflectorRun, lw *benchLW, store cache.ReflectorStore, done <-chan struct{}, base uint64) {
+	m.start()
+	runUntil(m.b, run, lw, store, done)
+	m.stop()
+	m.addLive(base)
+	runtime.KeepAlive(store)
+}
+
 // report publishes the per-item figures.
 func (m *itemMeter) report() {
 	if m.iters == 0 {
