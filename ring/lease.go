@@ -89,7 +89,6 @@ type published struct {
 // renew time, held and cached buckets, whether it is ready and whether
 // it is leaving.
 func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, p published) {
-	held, cached, leaving := p.held, p.cached, p.leaving
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
@@ -98,9 +97,9 @@ func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, p published) {
 	}
 	l.Labels[LabelRing] = r.cfg.Name
 	l.Annotations[AnnotationBuckets] = strconv.Itoa(r.cfg.Buckets)
-	l.Annotations[AnnotationHeld] = held.encode()
-	l.Annotations[AnnotationCached] = cached.encode()
-	if leaving {
+	l.Annotations[AnnotationHeld] = p.held.encode()
+	l.Annotations[AnnotationCached] = p.cached.encode()
+	if p.leaving {
 		l.Annotations[AnnotationLeaving] = "true"
 	}
 	if p.ready {
@@ -117,7 +116,7 @@ func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, p published) {
 
 // observer tells live Leases from expired ones the way client-go's leader
 // election does: by when this replica last saw a Lease change (its
-// resourceVersion), on its own clock, never by the renew time written on
+// resourceVersion or renew time), on its own clock, never by the renew time written on
 // another machine's clock. A Lease unchanged for its duration has expired.
 type observer struct {
 	seen map[string]sighting
