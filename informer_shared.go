@@ -207,7 +207,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	}
 	logger := klog.FromContext(ctx)
 	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
-	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position}
+	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position, local: q.local}
 	s.ctrl = New(&Config{
 		Queue:             q,
 		ListerWatcher:     s.lw,
