@@ -109,7 +109,9 @@ var MetricDescs = []MetricDesc{
 // ReshardMerged is the outcome label of a reshard merged into the store.
 const ReshardMerged = "merged"
 
-func reshardOutcomes() []string { return append([]string{ReshardMerged}, causeNames(ReshardFallbacks)...) }
+func reshardOutcomes() []string {
+	return append([]string{ReshardMerged}, causeNames(ReshardFallbacks)...)
+}
 
 func causeNames[S ~string](causes []S) []string {
 	out := make([]string, len(causes))
