@@ -9,10 +9,11 @@ import (
 // String is a one-line summary of h: the state, the reason in
 // parentheses when Degraded, since when (RFC 3339 in UTC, to the
 // millisecond; left out when Since is zero), whether the store was ever
-// filled when that is not what the state says, and the last error, if
-// any. For example:
+// filled when that is not what the state says (Degraded, Stopped), and
+// the last error, if any. For example:
 //
 //	Degraded(ListFailing) since 2026-01-02T15:04:05.000Z, never synced: last error: failed to list *v1.Pod: boom
+//	Stopped since 2026-01-02T15:05:00.000Z, never synced: last error: pods is forbidden
 func (h Health) String() string {
 	var b strings.Builder
 	b.WriteString(h.State.String())
@@ -23,9 +24,10 @@ func (h Health) String() string {
 		b.WriteString(" since " + h.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	}
 	switch {
-	case h.State == Degraded && h.HasSynced:
+	case h.State != Degraded && h.State != Stopped:
+	case h.HasSynced:
 		b.WriteString(", has synced")
-	case h.State == Degraded:
+	default:
 		b.WriteString(", never synced")
 	}
 	if h.LastError != nil {

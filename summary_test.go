@@ -25,6 +25,10 @@ func TestHealthString(t *testing.T) {
 			"Degraded(Stalled) since 2026-01-02T15:04:05.678Z, has synced"},
 		{Health{State: Syncing, LastError: errors.New("refused"), Since: at},
 			"Syncing since 2026-01-02T15:04:05.678Z: last error: refused"},
+		{Health{State: Stopped, LastError: errors.New("forbidden"), Since: at},
+			"Stopped since 2026-01-02T15:04:05.678Z, never synced: last error: forbidden"},
+		{Health{State: Stopped, Since: at, HasSynced: true},
+			"Stopped since 2026-01-02T15:04:05.678Z, has synced"},
 	}
 	for _, c := range cases {
 		if got := c.h.String(); got != c.want {
