@@ -241,7 +241,8 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 // it exits (stopping any watch it returns) as soon as the call does. A
 // ListerWatcher call that panics makes RunWithContext (and ListAndWatch)
 // panic with a *ListerWatcherPanic holding the value and the stack of
-// the call, which shows the frame that panicked.
+// the call, which shows the frame that panicked; one that returns nil and
+// no error has failed, with an error wrapping ErrNilResult.
 func (r *Reflector) RunWithContext(ctx context.Context) {
 	logger := r.loggerFor(ctx)
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
