@@ -54,10 +54,9 @@ type ReshardFallback string
 const (
 	// FallbackNotSynced: no sync had completed yet; the first one lists.
 	FallbackNotSynced ReshardFallback = "not_synced"
-	// FallbackFilteringLocally: the server ignores shard selectors
-	// (ReflectorOptions.ShardFilterLocally, ErrShardIgnored), so a LIST
-	// of the added ranges would send everything anyway.
-	FallbackFilteringLocally ReshardFallback = "filtering_locally"
+	// FallbackKeyChanged: the new shard hashes another key than the one
+	// the store was filled by.
+	FallbackKeyChanged ReshardFallback = "key_changed"
 	// FallbackIncomparable: the resume position is not an integer
 	// resourceVersion (kube-apiserver's are; KEP-5504), so events older
 	// than the merged objects cannot be told apart.
@@ -70,10 +69,12 @@ const (
 	// FallbackListFailed: the LIST of the added ranges or the store's
 	// Replace failed; the whole shard is listed, with the usual backoff.
 	FallbackListFailed ReshardFallback = "list_failed"
+	// FallbackAsked: ReflectorOptions.ReshardByRelist asked for relists.
+	FallbackAsked ReshardFallback = "asked"
 )
 
 // ReshardFallbacks is every ReshardFallback, in a fixed order.
-var ReshardFallbacks = []ReshardFallback{FallbackNotSynced, FallbackFilteringLocally, FallbackIncomparable, FallbackUnavailable, FallbackStoreUnlistable, FallbackListFailed}
+var ReshardFallbacks = []ReshardFallback{FallbackNotSynced, FallbackKeyChanged, FallbackIncomparable, FallbackUnavailable, FallbackStoreUnlistable, FallbackListFailed, FallbackAsked}
 
 // WatchEndCause says why a watch (or WatchList) ended, or why a request
 // to open one failed, while the Reflector was running: Stats.WatchEnds and

@@ -158,6 +158,11 @@ type ReflectorOptions struct {
 	// one replica, at the full network and decode cost of an unsharded
 	// Reflector. A server that applies the selector is still used as such.
 	ShardFilterLocally bool
+	// ReshardByRelist makes SetShard list the whole new shard again
+	// instead of merging it into the store (see Reflector.SetShard): the
+	// behaviour before merging, kept to compare the two. Counted as a
+	// fallback (FallbackAsked).
+	ReshardByRelist bool
 
 	// ReuseHeldObjects: nil or true (the default) lets a relist (every
 	// LIST or WatchList sync after the Reflector's first) keep, for each

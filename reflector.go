@@ -110,6 +110,8 @@ type Reflector struct {
 	storeShard     Shard
 	pendingReshard bool
 	heldList       func() []interface{}
+	// reshardByRelist is ReflectorOptions.ReshardByRelist.
+	reshardByRelist bool
 	// paceInternalErrors: the Reflector runs with its default backoff and
 	// clock, so a watch that ends with an internal error before it
 	// delivered anything is re-opened after a backoff delay. With a backoff
@@ -188,6 +190,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		pageRetries:       o.ListPageRetries,
 		shards:            newShardControl(o.Shard, o.ShardFilterLocally),
 		heldList:          listerOf(store),
+		reshardByRelist:   o.ReshardByRelist,
 		// Decided on the options as given, before defaults fill them in.
 		paceInternalErrors: options.Backoff == nil && options.Clock == nil,
 	}

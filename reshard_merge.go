@@ -65,10 +65,12 @@ func (c *cycle) caughtUp(ev watch.Event, obj metav1.Object) bool {
 func (c *cycle) mergeBlocker() ReshardFallback {
 	r := c.r
 	switch {
+	case r.reshardByRelist:
+		return FallbackAsked
 	case r.storeShard.IsZero() || c.shard == nil:
 		return FallbackNotSynced
-	case c.shard.local || r.storeShard.Key() != c.shard.shard.Key():
-		return FallbackFilteringLocally
+	case r.storeShard.Key() != c.shard.shard.Key():
+		return FallbackKeyChanged
 	case r.pos.unavailable:
 		return FallbackUnavailable
 	case r.heldList == nil:
@@ -92,7 +94,7 @@ func (c *cycle) reshard(ctx context.Context) phase {
 	start := r.clock.Now()
 	added, err := c.shard.shard.Minus(r.storeShard)
 	if err != nil {
-		r.stats.reshardFellBack(FallbackFilteringLocally)
+		r.stats.reshardFellBack(FallbackKeyChanged)
 		return c.firstSync()
 	}
 	listed, rv, ok := c.listAdded(ctx, added)
@@ -129,7 +131,9 @@ func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}
 	if added.IsZero() {
 		return nil, r.pos.last, true
 	}
-	spec := newShardSpec(added, false)
+	// Filtering locally, a server that ignores the selector sends every
+	// object: the added ranges' are kept, as a relist would.
+	spec := newShardSpec(added, c.shard.local)
 	lc := &listCall{
 		p:    pager{lister: r.lw, pageSize: r.pageSizeFor(r.pos.last), retry: r.newPageRetry(), shard: spec.newCheck(), in: r.in, reuse: false},
 		opts: metav1.ListOptions{ResourceVersion: r.pos.last, ShardSelector: spec.selector},

@@ -257,22 +257,24 @@ func TestShardIgnoredWatchListIsRefused(t *testing.T) {
 // SetShard on a running Reflector syncs the new shard at once (even from
 // a backoff wait): merged, it lists only the ranges the new shard adds, at
 // the resume position, and Replaces the store with what it keeps and what
-// it listed; filtering locally, it lists the whole shard again and counts
-// why.
+// it listed (filtering locally too); asked to relist, it lists the whole
+// shard again and counts why.
 func TestSetShardMergesOrRelists(t *testing.T) {
-	for _, local := range []bool{false, true} {
-		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { setShardOnce(t, local) })
+	for _, relist := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relist=%v", relist), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { setShardOnce(t, relist) })
 		})
 	}
 }
 
-func setShardOnce(t *testing.T, local bool) {
+func setShardOnce(t *testing.T, relist bool) {
 	s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
 	a, b := shardedCM(t, s0, "a", "2", true), shardedCM(t, s1, "b", "3", true)
 	lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
 	store := cachetest.NewRecordingStore(nil)
-	r := newShardedReflector(lw, store, s0, local)
+	r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{
+		UseWatchList: ptr.To(false), Shard: &s0, ShardFilterLocally: true, ReshardByRelist: relist,
+	})
 	ctx, _ := startReflector(t, r)
 	if err := r.WaitForShard(ctx, s0); err != nil {
 		t.Fatal(err)
@@ -295,10 +297,10 @@ func setShardOnce(t *testing.T, local bool) {
 	}
 	st := r.Stats()
 	merged, relists := uint64(1), uint64(0)
-	if local {
+	if relist {
 		merged, relists = 0, 1
 	}
-	if !r.Shard().Equal(s1) || st.ReshardsMerged != merged || st.Lists[ListReshard] != relists || st.Lists[ListReshardAdded] != merged || st.ReshardFallbacks[FallbackFilteringLocally] != relists {
+	if !r.Shard().Equal(s1) || st.ReshardsMerged != merged || st.Lists[ListReshard] != relists || st.Lists[ListReshardAdded] != merged || st.ReshardFallbacks[FallbackAsked] != relists {
 		t.Fatalf("shard %s, merged %d, LISTs %v, fallbacks %v", r.Shard(), st.ReshardsMerged, st.Lists, st.ReshardFallbacks)
 	}
 }

@@ -87,7 +87,7 @@ const (
 	numListCauses       = 11
 	numWatchEndCauses   = 10
 	numEventTypes       = 6
-	numReshardFallbacks = 6
+	numReshardFallbacks = 7
 )
 
 // count adds one to the count of k, a value of set, in counts.

@@ -74,6 +74,11 @@ type Config struct {
 	OnHandlingChange func(opened bool, s shard.Shard)
 	// Clock drives every timer; default the real clock.
 	Clock clock.WithTicker
+	// ReshardByRelist makes the ring's informers list their whole new
+	// shard at each change instead of merging what moved into their caches
+	// (cache.ReflectorOptions.ReshardByRelist): the handoff as it was before
+	// merging, kept to compare the two. Off by default.
+	ReshardByRelist bool
 }
 
 // withDefaults returns c completed and checked.
