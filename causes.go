@@ -42,10 +42,13 @@ const (
 	// ListReshardAdded: the Reflector's shard changed and only the ranges
 	// it added are listed, then merged into the store (see SetShard).
 	ListReshardAdded ListCause = "reshard_added"
+	// ListStoreRefused: the store refused a watch event (ErrStoreRefused);
+	// the relist brings it back in line with the server.
+	ListStoreRefused ListCause = "store_refused"
 )
 
 // ListCauses is every ListCause, in a fixed order.
-var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV, ListReshard, ListReshardAdded}
+var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV, ListReshard, ListReshardAdded, ListStoreRefused}
 
 // ReshardFallback says why a changed shard was synced by listing it
 // whole instead of merging what changed into the store.

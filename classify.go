@@ -135,6 +135,8 @@ func openOutcome(o outcome, err error) outcome {
 func streamOutcome(o outcome, err error, f facts) outcome {
 	var short *VeryShortWatchError
 	switch {
+	case errors.Is(err, ErrStoreRefused):
+		return storeOutcome(o)
 	case err == nil:
 		o.next = stepRewatch
 		if f.empty {

@@ -73,6 +73,10 @@ const (
 	// BadRequest), for example a shard selector it cannot parse; reported
 	// at once, since retrying the same request cannot mend it.
 	ReasonRejected DegradedReason = "Rejected"
+	// ReasonStoreFailing: the store refused a watch event (see
+	// ErrStoreRefused), or the Replace of the relist that followed;
+	// reported at once, until a relist goes through.
+	ReasonStoreFailing DegradedReason = "StoreFailing"
 )
 
 // ReasonWatchFailed is the old name of ReasonWatchFailing, whose value

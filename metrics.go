@@ -65,6 +65,7 @@ const (
 	MetricLastBookmarkTimestamp = "reflector_last_bookmark_timestamp_seconds"
 	MetricShardDropped          = "reflector_shard_dropped_total"
 	MetricReshards              = "reflector_reshards_total"
+	MetricStoreRefusals         = "reflector_store_refusals_total"
 )
 
 // MetricKind says whether a metric is a counter or a gauge.
@@ -103,6 +104,7 @@ var MetricDescs = []MetricDesc{
 	{Name: MetricLastEventTimestamp, Kind: Gauge, Help: "Unix time of the last watch event."},
 	{Name: MetricLastBookmarkTimestamp, Kind: Gauge, Help: "Unix time of the last bookmark."},
 	{Name: MetricShardDropped, Kind: Counter, Help: "Objects left out of the store as outside the reflector's shard (filtering locally)."},
+	{Name: MetricStoreRefusals, Kind: Counter, Help: "Watch events the store refused (each ends its watch and leads to a relist)."},
 	{Name: MetricReshards, Kind: Counter, Help: "Shard changes synced, by outcome: merged (only the added ranges listed) or why the whole shard was listed again.", Label: "outcome", LabelValues: reshardOutcomes()},
 }
 

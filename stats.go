@@ -43,6 +43,9 @@ type Stats struct {
 	// reason, those synced by listing the whole shard again.
 	ReshardsMerged   uint64
 	ReshardFallbacks map[ReshardFallback]uint64
+	// StoreRefusals counts watch events the store refused (see
+	// ErrStoreRefused); each ended its watch and led to a relist.
+	StoreRefusals uint64
 	// LastListItems and LastListDuration describe the last successful sync.
 	LastListItems    int
 	LastListDuration time.Duration
@@ -84,7 +87,7 @@ type statsRecorder struct {
 
 // The sizes of the fixed sets (a test checks them against the sets).
 const (
-	numListCauses       = 11
+	numListCauses       = 12
 	numWatchEndCauses   = 10
 	numEventTypes       = 6
 	numReshardFallbacks = 7
@@ -130,6 +133,14 @@ func (r *statsRecorder) begin(now time.Time) {
 		r.started = now
 	}
 	r.mu.Unlock()
+}
+
+// storeRefused counts a watch event the store refused.
+func (r *statsRecorder) storeRefused() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.StoreRefusals++
+	r.m.counter(MetricStoreRefusals, "").Add(1)
 }
 
 // resharded counts a shard change merged into the store.

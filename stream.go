@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/klog/v2"
 
 	"github.com/kreflector/cache/internal/repr"
 )
@@ -256,7 +255,9 @@ func (s *streamer) apply(ev watch.Event) error {
 	if tracked(s.mode, ev.Type) {
 		rv = obj.GetResourceVersion()
 	}
-	s.dispatch(ev, obj)
+	if err := s.dispatch(ev, obj); err != nil {
+		return err
+	}
 	s.track(rv)
 	s.events++
 	return nil
@@ -334,39 +335,6 @@ func isNilObject(o runtime.Object) bool { return repr.IsNil(o) }
 // the stream sleep on every error.
 func (s *streamer) report(err error, ev watch.Event) {
 	s.c.logger.Error(err, "Skipping watch event", "reflector", s.subject.name, "type", s.subject.typeDescription, "event", ev.Type)
-}
-
-// dispatch sends an accepted event to the store (or the initial-events
-// buffer). A store error is only logged (the Reflector's logger, at error
-// level) and the stream goes on, as in client-go.
-func (s *streamer) dispatch(ev watch.Event, obj metav1.Object) {
-	var err error
-	switch ev.Type {
-	case watch.Added:
-		s.batch.count(idxAdded)
-		s.lean(ev.Object, (*intake).lean)
-		err = s.sink.Add(ev.Object)
-	case watch.Modified:
-		s.batch.count(idxModified)
-		s.mode = s.mode.pastAdded()
-		s.lean(ev.Object, (*intake).lean)
-		err = s.sink.Update(ev.Object)
-	case watch.Deleted:
-		s.batch.count(idxDeleted)
-		s.mode = s.mode.pastAdded()
-		s.lean(ev.Object, (*intake).leanDeleted)
-		err = s.sink.Delete(ev.Object)
-	case watch.Bookmark:
-		s.batch.count(idxBookmark)
-		s.mode = s.mode.pastAdded()
-		err = s.bookmark(obj)
-	default:
-		s.batch.count(idxDropped)
-		err = fmt.Errorf("unknown watch event type %q", ev.Type)
-	}
-	if err != nil {
-		s.c.logger.Error(err, "Unable to apply watch event to store", "reflector", s.subject.name, "event", ev.Type, "object", klog.KObj(obj))
-	}
 }
 
 // lean applies the Reflector's lean options to obj, an event's object,
