@@ -16,7 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	clientgocache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // Kinds of write in the churn's log.
@@ -231,4 +234,63 @@ func (c *cmChurn) finish(t *testing.T) {
 		defer c.mu.Unlock()
 		t.Errorf("the churn had %d failed writes, the last: %v", n, c.err)
 	}
+}
+
+// refEvent is one event of the test's own watch.
+type refEvent struct {
+	typ       watch.EventType
+	uid, name string
+	rv        int64
+}
+
+// refWatch is the test's own watch of the namespace's ConfigMaps, from
+// before the churn to its end, resumed after a break from the last
+// resourceVersion it saw (client-go's RetryWatcher): what the server says
+// happened, to hold the write log to and to learn each deletion's
+// resourceVersion (that of the DELETED event).
+type refWatch struct {
+	rw     *watchtools.RetryWatcher
+	done   chan struct{}
+	events []refEvent // written by the reading goroutine until done closes
+	errs   int
+}
+
+func startRefWatch(t *testing.T, cs kubernetes.Interface, ns string) *refWatch {
+	t.Helper()
+	l, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := &clientgocache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return cs.CoreV1().ConfigMaps(ns).Watch(ctx, o)
+	}}
+	rw, err := watchtools.NewRetryWatcherWithContext(context.Background(), l.ResourceVersion, lw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &refWatch{rw: rw, done: make(chan struct{})}
+	go w.read()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+func (w *refWatch) read() {
+	defer close(w.done)
+	for ev := range w.rw.ResultChan() {
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		switch {
+		case ev.Type == watch.Error || !ok && ev.Type != watch.Bookmark:
+			w.errs++
+		case ok && ev.Type != watch.Bookmark:
+			rv, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+			w.events = append(w.events, refEvent{typ: ev.Type, uid: string(cm.UID), name: cm.Name, rv: rv})
+		}
+	}
+}
+
+// stop ends the watch and returns its events.
+func (w *refWatch) stop() []refEvent {
+	w.rw.Stop()
+	<-w.done
+	return w.events
 }

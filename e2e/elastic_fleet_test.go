@@ -83,10 +83,16 @@ type replicaProc struct {
 	stopped time.Time
 	killed  bool
 
+	// pauses are the spans it was stopped (SIGSTOP to SIGCONT).
+	pauses []pauseSpan
+
 	off     int64
 	partial []byte
 	recs    []replicaRecord
 }
+
+// pauseSpan is a span of time a process was stopped.
+type pauseSpan struct{ from, to time.Time }
 
 // keepLogsEnv, if set to a directory, keeps the replicas' logs there
 // (one subdirectory per run) rather than in the test's temporary one.
@@ -231,39 +237,52 @@ func (p *replicaProc) lastStatus() (replicaRecord, bool) {
 // returns when the last of them said so.
 func (f *fleet) waitFormed(ps []*replicaProc, members int, since time.Time, within time.Duration) time.Time {
 	f.t.Helper()
+	at, why, ok := f.tryFormed(ps, members, since, within)
+	if !ok {
+		f.t.Fatalf("not formed with %d members within %v: %s", members, within, why)
+	}
+	return at
+}
+
+// tryFormed is waitFormed, saying why not rather than failing the test
+// when within passes (a process that exits still fails it).
+func (f *fleet) tryFormed(ps []*replicaProc, members int, since time.Time, within time.Duration) (time.Time, string, bool) {
+	f.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		var last time.Time
-		all := true
-		var why []string
-		for _, p := range ps {
-			if err := p.read(); err != nil {
-				f.t.Fatal(err)
-			}
-			s, ok := p.lastStatus()
-			switch {
-			case !p.alive():
-				f.t.Fatalf("%s exited: %v: %s", p.id, p.err, f.stderr(p))
-			case !ok || s.at().Before(since):
-				all = false
-				why = append(why, p.id+": no status yet")
-			case !s.Formed || (members > 0 && s.Members != members):
-				all = false
-				why = append(why, fmt.Sprintf("%s: members %d planned %d handling %d formed %v fenced %v %s", p.id, s.Members, s.Planned, s.Handling, s.Formed, s.Fenced, s.Error))
-			default:
-				if s.at().After(last) {
-					last = s.at()
-				}
-			}
-		}
-		if all {
-			return last
+		last, why := f.formedAt(ps, members, since)
+		if len(why) == 0 {
+			return last, "", true
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("not formed with %d members within %v: %s", members, within, strings.Join(why, "; "))
+			return time.Time{}, strings.Join(why, "; "), false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// formedAt reads the logs of ps and returns when the last of them said it
+// was formed with members members after since, or why some did not.
+func (f *fleet) formedAt(ps []*replicaProc, members int, since time.Time) (time.Time, []string) {
+	var last time.Time
+	var why []string
+	for _, p := range ps {
+		if err := p.read(); err != nil {
+			f.t.Fatal(err)
+		}
+		s, ok := p.lastStatus()
+		switch {
+		case !p.alive():
+			f.t.Fatalf("%s exited: %v: %s", p.id, p.err, f.stderr(p))
+		case !ok || s.at().Before(since):
+			why = append(why, p.id+": no status yet")
+		case !s.Formed || (members > 0 && s.Members != members):
+			why = append(why, fmt.Sprintf("%s: members %d planned %d handling %d formed %v fenced %v %s", p.id, s.Members, s.Planned, s.Handling, s.Formed, s.Fenced, s.Error))
+		case s.at().After(last):
+			last = s.at()
+		}
+	}
+	return last, why
 }
 
 // caches asks each of ps for its cache (SIGUSR1) and returns what each
