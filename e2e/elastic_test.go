@@ -163,10 +163,10 @@ func runElasticGated(t *testing.T, f *fleet, churn *cmChurn, cs kubernetes.Inter
 	f.waitFormed(ps, 2, at, minute)
 	time.Sleep(hold)
 
-	seq := 6
+	seq := 5 // the replicas started from here on: g6, g7, …
 	next := func() *replicaProc {
 		seq++
-		return f.start(fmt.Sprintf("g%d", seq-1), "")
+		return f.start(fmt.Sprintf("g%d", seq), "")
 	}
 	ps = r.blackHoleStep(t, cs, ns, proxy, ps, g3, next)
 	ps = r.pauseStep(t, cs, ns, ps, g5, next)
