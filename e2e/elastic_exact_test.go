@@ -18,15 +18,17 @@ const quietMargin = 2 * time.Second
 
 // handlerCall is one handler call of one replica process, from its log.
 type handlerCall struct {
-	t           time.Time
-	proc        int
-	event       string
-	uid, name   string
-	rv          int64
-	seq         int // its place in the process's log
-	outOfOrder  bool
-	regresses   bool // behind a call another replica made earlier
-	afterDelete bool // the object's delete had been handled before
+	t          time.Time
+	proc       int
+	event      string
+	uid, name  string
+	rv         int64
+	seq        int // its place in the process's log
+	outOfOrder bool
+	// behind: an older state than another replica handled before, or
+	// anything but a delete after another replica handled the delete;
+	// redelete: a delete another replica had handled already.
+	behind, redelete bool
 }
 
 // serverObject is one object of the LIST taken at quiesce.
@@ -54,7 +56,8 @@ type exactFigures struct {
 	steps                   []string
 	writes, deletes         []int
 	unhandled, unhandledDel []int
-	outOfOrder, regressions []int
+	outOfOrder, behind      []int
+	redeletes               int
 	calls, excluded         int
 	// deleteCalls counts the delete calls; olderDeletes those carrying a
 	// state older than the deletion (a delete noticed by a relist).
@@ -110,7 +113,7 @@ func (r *ringRun) handlerCalls(t *testing.T) []handlerCall {
 func (r *ringRun) exact(t *testing.T, writes []churnWrite, deletedAt map[string]int64) exactFigures {
 	n := len(r.changes) + 1
 	ex := exactFigures{steps: []string{"start"}, writes: make([]int, n), deletes: make([]int, n), unhandled: make([]int, n),
-		unhandledDel: make([]int, n), outOfOrder: make([]int, n), regressions: make([]int, n)}
+		unhandledDel: make([]int, n), outOfOrder: make([]int, n), behind: make([]int, n)}
 	for _, c := range r.changes {
 		ex.steps = append(ex.steps, c.label)
 	}
@@ -123,8 +126,12 @@ func (r *ringRun) exact(t *testing.T, writes []churnWrite, deletedAt map[string]
 			ex.outOfOrder[s]++
 			ex.example(fmt.Sprintf("out of order in %s: %s %s rv %d at %.3f s (%s)", r.f.procs[c.proc].id, c.event, c.name, c.rv, c.t.Sub(r.start).Seconds(), ex.steps[s]))
 		}
-		if c.regresses {
-			ex.regressions[s]++
+		if c.behind {
+			ex.behind[s]++
+			ex.example(fmt.Sprintf("behind another replica in %s: %s %s rv %d at %.3f s (%s)", r.f.procs[c.proc].id, c.event, c.name, c.rv, c.t.Sub(r.start).Seconds(), ex.steps[s]))
+		}
+		if c.redelete {
+			ex.redeletes++
 		}
 		if c.event == "delete" {
 			ex.deleteCalls++
@@ -146,9 +153,8 @@ func (ex *exactFigures) example(s string) {
 
 // markOrder marks the calls out of order within their process (a
 // resourceVersion lower than one that process handled before for the
-// object, or anything after its delete) and those behind what another
-// replica handled earlier (a lower resourceVersion, or anything after
-// another replica handled the delete).
+// object, or anything after its delete) and those behind, or repeating
+// the delete of, what another replica handled earlier.
 func markOrder(calls []handlerCall) {
 	byUID := map[string][]int{}
 	for i, c := range calls {
@@ -160,16 +166,21 @@ func markOrder(calls []handlerCall) {
 		deleted := map[int]bool{} // per process, the delete handled
 		for _, i := range idx {
 			c := &calls[i]
+			isDelete := c.event == "delete"
 			for p, rv := range best {
-				if p != c.proc && (rv > c.rv || deleted[p]) {
-					c.regresses = true
+				switch {
+				case p == c.proc:
+				case deleted[p] && isDelete:
+					c.redelete = true
+				case rv > c.rv || deleted[p]:
+					c.behind = true
 				}
 			}
 			if rv, ok := best[c.proc]; ok && (rv > c.rv || deleted[c.proc]) {
-				c.outOfOrder, c.afterDelete = true, deleted[c.proc]
+				c.outOfOrder = true
 			}
 			best[c.proc] = max(best[c.proc], c.rv)
-			deleted[c.proc] = deleted[c.proc] || c.event == "delete"
+			deleted[c.proc] = deleted[c.proc] || isDelete
 		}
 	}
 }
@@ -244,9 +255,13 @@ func (r *ringRun) lastState(writes []churnWrite, calls []handlerCall) lastState 
 			continue
 		}
 		ls.deleted++
-		if c, ok := last[w.uid]; !ok || c.event != "delete" {
+		switch c, ok := last[w.uid]; {
+		case !ok:
 			ls.undeleted++
-			note(fmt.Sprintf("%s deleted at %.3f s: last call %s rv %d", w.name, w.at.Sub(r.start).Seconds(), c.event, c.rv))
+			note(fmt.Sprintf("%s deleted at %.3f s: never handled", w.name, w.at.Sub(r.start).Seconds()))
+		case c.event != "delete":
+			ls.undeleted++
+			note(fmt.Sprintf("%s deleted at %.3f s: last call %s rv %d by %s", w.name, w.at.Sub(r.start).Seconds(), c.event, c.rv, r.f.procs[c.proc].id))
 		}
 	}
 	return ls
