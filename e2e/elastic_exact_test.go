@@ -62,8 +62,11 @@ type exactFigures struct {
 	// deleteCalls counts the delete calls; olderDeletes those carrying a
 	// state older than the deletion (a delete noticed by a relist).
 	deleteCalls, olderDeletes int
-	last                      lastState
-	examples                  []string
+	// onResume counts the calls a stopped process made between SIGCONT
+	// and its fence, when it no longer owned anything.
+	onResume int
+	last     lastState
+	examples []string
 }
 
 func total(xs []int) int {
@@ -140,6 +143,7 @@ func (r *ringRun) exact(t *testing.T, writes []churnWrite, deletedAt map[string]
 			}
 		}
 	}
+	ex.onResume = r.callsOnResume(calls)
 	r.countUnhandled(&ex, writes, calls)
 	ex.last = r.lastState(writes, calls)
 	return ex

@@ -64,6 +64,59 @@ func (f *fleet) cont(p *replicaProc) {
 	p.pauses[len(p.pauses)-1].to = time.Now()
 }
 
+// resumeFence bounds how long after SIGCONT a process's first close
+// record may come and still be the fence of its overdue renew deadline.
+const resumeFence = time.Second
+
+// stoppedSpans returns p's pauses, each extended from SIGCONT to the
+// first close p logged afterwards if that came within resumeFence. A
+// process stopped past its renew deadline resumes with its gate open
+// until its fence, overdue, runs: until then it handles nothing in the
+// ring's eyes, and any call it makes there is counted apart (see
+// callsOnResume).
+func (p *replicaProc) stoppedSpans() []pauseSpan {
+	out := slices.Clone(p.pauses)
+	for i, ps := range out {
+		for _, rec := range p.recs {
+			if rec.Kind == "close" && !rec.at().Before(ps.to) {
+				if rec.at().Sub(ps.to) <= resumeFence {
+					out[i].to = rec.at()
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// callsOnResume counts the handler calls of r's processes between a
+// SIGCONT and their fence (stoppedSpans).
+func (r *ringRun) callsOnResume(calls []handlerCall) int {
+	spans := make([][]pauseSpan, len(r.f.procs))
+	for pi, p := range r.f.procs {
+		spans[pi] = p.stoppedSpans()
+	}
+	n := 0
+	for _, c := range calls {
+		for i, ps := range spans[c.proc] {
+			if !c.t.Before(r.f.procs[c.proc].pauses[i].to) && !c.t.After(ps.to) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// paused says whether r stopped a process.
+func (r *ringRun) paused() bool {
+	for _, p := range r.f.procs {
+		if len(p.pauses) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // leaseName is the name of p's Lease, from its start record.
 func (f *fleet) leaseName(p *replicaProc) string {
 	f.t.Helper()

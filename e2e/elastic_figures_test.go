@@ -159,11 +159,12 @@ func (r *ringRun) intervals(t *testing.T, objs []baseObject) [][]interval {
 		if p.killed {
 			end = p.stopped
 		}
+		stopped := p.stoppedSpans()
 		for oi := range objs {
 			if !open[oi].IsZero() {
 				out[oi] = append(out[oi], interval{from: open[oi], to: end, proc: pi})
 			}
-			out[oi] = unpaused(out[oi], pi, p.pauses)
+			out[oi] = unpaused(out[oi], pi, stopped)
 		}
 	}
 	for _, iv := range out {
@@ -173,7 +174,7 @@ func (r *ringRun) intervals(t *testing.T, objs []baseObject) [][]interval {
 }
 
 // unpaused cuts the spans process pi was stopped out of its intervals in
-// ivs: a stopped process handles nothing.
+// ivs: a stopped process handles nothing (see stoppedSpans).
 func unpaused(ivs []interval, pi int, pauses []pauseSpan) []interval {
 	for _, ps := range pauses {
 		var out []interval

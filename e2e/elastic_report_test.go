@@ -179,6 +179,9 @@ func exactRow(r *ringRun, ex exactFigures) string {
 	if len(back) == 0 {
 		back = []string{"–"}
 	}
+	if r.paused() {
+		back = append(back, fmt.Sprintf("%d calls between SIGCONT and the fence", ex.onResume))
+	}
 	return fmt.Sprintf("| %s | %d (%d deletes, %d with an older state) | %d | %d; %d | %d of %d / %d of %d (%d in the last %v left out) | %d / %d / %d of %d objects and %d deleted | %s |",
 		r.name, ex.calls, ex.deleteCalls, ex.olderDeletes, total(ex.outOfOrder), total(ex.behind), ex.redeletes,
 		total(ex.unhandled), total(ex.writes), total(ex.unhandledDel), total(ex.deletes), ex.excluded, quietMargin,
@@ -205,6 +208,9 @@ func checkExact(t *testing.T, r *ringRun, ex exactFigures) {
 	}
 	if n := ex.last.mismatches(); n > 0 {
 		t.Errorf("%s: %d objects' last handled state differs from the server's at quiesce: %s", r.name, n, strings.Join(ex.last.examples, "; "))
+	}
+	if ex.onResume > 0 {
+		t.Errorf("%s: %d handler calls of a stopped replica between SIGCONT and its fence", r.name, ex.onResume)
 	}
 	for _, f := range r.faults {
 		if !f.back {
