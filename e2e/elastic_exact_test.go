@@ -66,7 +66,9 @@ type exactFigures struct {
 	// and its fence, when it no longer owned anything.
 	onResume int
 	last     lastState
+	// examples are the first few cases of each kind.
 	examples []string
+	shown    map[string]int
 }
 
 func total(xs []int) int {
@@ -127,11 +129,11 @@ func (r *ringRun) exact(t *testing.T, writes []churnWrite, deletedAt map[string]
 		s := r.stepOf(c.t)
 		if c.outOfOrder {
 			ex.outOfOrder[s]++
-			ex.example(fmt.Sprintf("out of order in %s: %s %s rv %d at %.3f s (%s)", r.f.procs[c.proc].id, c.event, c.name, c.rv, c.t.Sub(r.start).Seconds(), ex.steps[s]))
+			ex.example("order", fmt.Sprintf("out of order in %s: %s %s rv %d at %.3f s (%s)", r.f.procs[c.proc].id, c.event, c.name, c.rv, c.t.Sub(r.start).Seconds(), ex.steps[s]))
 		}
 		if c.behind {
 			ex.behind[s]++
-			ex.example(fmt.Sprintf("behind another replica in %s: %s %s rv %d at %.3f s (%s)", r.f.procs[c.proc].id, c.event, c.name, c.rv, c.t.Sub(r.start).Seconds(), ex.steps[s]))
+			ex.example("behind", fmt.Sprintf("behind another replica in %s: %s %s rv %d at %.3f s (%s)", r.f.procs[c.proc].id, c.event, c.name, c.rv, c.t.Sub(r.start).Seconds(), ex.steps[s]))
 		}
 		if c.redelete {
 			ex.redeletes++
@@ -149,8 +151,12 @@ func (r *ringRun) exact(t *testing.T, writes []churnWrite, deletedAt map[string]
 	return ex
 }
 
-func (ex *exactFigures) example(s string) {
-	if len(ex.examples) < 8 {
+func (ex *exactFigures) example(kind, s string) {
+	if ex.shown == nil {
+		ex.shown = map[string]int{}
+	}
+	if ex.shown[kind] < 4 {
+		ex.shown[kind]++
 		ex.examples = append(ex.examples, s)
 	}
 }
@@ -212,14 +218,14 @@ func (r *ringRun) countUnhandled(ex *exactFigures, writes []churnWrite, calls []
 			ex.deletes[s]++
 			if !deleted[w.uid] {
 				ex.unhandledDel[s]++
-				ex.example(fmt.Sprintf("delete of %s at %.3f s (%s) never handled", w.name, w.at.Sub(r.start).Seconds(), ex.steps[s]))
+				ex.example("delete", fmt.Sprintf("delete of %s at %.3f s (%s) never handled", w.name, w.at.Sub(r.start).Seconds(), ex.steps[s]))
 			}
 			continue
 		}
 		ex.writes[s]++
 		if h, ok := highest[w.uid]; !ok || h < w.rv {
 			ex.unhandled[s]++
-			ex.example(fmt.Sprintf("%s of %s rv %d at %.3f s (%s) never handled (highest rv handled %d)", w.op, w.name, w.rv, w.at.Sub(r.start).Seconds(), ex.steps[s], h))
+			ex.example("write", fmt.Sprintf("%s of %s rv %d at %.3f s (%s) never handled (highest rv handled %d)", w.op, w.name, w.rv, w.at.Sub(r.start).Seconds(), ex.steps[s], h))
 		}
 	}
 }
