@@ -20,6 +20,8 @@ type deltaApplier struct {
 	// replaced, if set, counts the whole-state replacements applied to
 	// the store.
 	replaced *replaceMark
+	// position, if set, follows the resourceVersion the store has reached.
+	position *storePosition
 }
 
 // process is a ProcessFunc: obj must be a Deltas.
@@ -48,10 +50,20 @@ func (a deltaApplier) processBatch(deltas []Delta, isInInitialList bool) error {
 	return errors.Join(errs...)
 }
 
-// apply applies one delta. Upserts become OnAdd or OnUpdate depending on
-// whether the store held the object; a SyncAll becomes OnUpdate(o, o) for
-// every stored object; a Bookmark only moves the store's resourceVersion.
+// apply applies one delta and moves the store's position past it.
 func (a deltaApplier) apply(d Delta, isInInitialList bool) error {
+	if err := a.applyOne(d, isInInitialList); err != nil {
+		return err
+	}
+	a.position.advance(d)
+	return nil
+}
+
+// applyOne applies one delta. Upserts become OnAdd or OnUpdate depending
+// on whether the store held the object; a SyncAll becomes OnUpdate(o, o)
+// for every stored object; a Bookmark only moves the store's
+// resourceVersion.
+func (a deltaApplier) applyOne(d Delta, isInInitialList bool) error {
 	switch d.Type {
 	case Added, Updated, Replaced, Sync:
 		return a.upsert(d.Object, isInInitialList)

@@ -21,6 +21,8 @@ const (
 	notifyAdd notifyKind = iota
 	notifyUpdate
 	notifyDelete
+	// notifySnapshot hands a SnapshotHandler the *Snapshot in obj.
+	notifySnapshot
 )
 
 // pauseAfterPanic is how long a handler that panicked (with
@@ -245,6 +247,8 @@ func (l *listener) deliver(n notification) (returned bool) {
 		l.handler.OnUpdate(n.old, n.obj)
 	case notifyDelete:
 		l.handler.OnDelete(n.obj)
+	case notifySnapshot:
+		l.handler.(SnapshotHandler).OnSnapshot(*n.obj.(*Snapshot))
 	}
 	return true
 }

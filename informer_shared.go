@@ -43,6 +43,9 @@ type sharedIndexInformer struct {
 	reflectorBuilt chan struct{}
 	// replaced marks the last whole-state replacement of the indexer.
 	replaced replaceMark
+	// position is where the indexer stands in the stream of changes
+	// (guarded by blockDeltas; see QueueSnapshot).
+	position storePosition
 	// name names the Reflector and labels the handler metrics; it is
 	// claimed when Run starts (see claimName).
 	name string
@@ -204,7 +207,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	}
 	logger := klog.FromContext(ctx)
 	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
-	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced}
+	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position}
 	s.ctrl = New(&Config{
 		Queue:             q,
 		ListerWatcher:     s.lw,

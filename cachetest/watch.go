@@ -41,7 +41,8 @@ func (r *Resource) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // into or out of them arrives as ADDED or DELETED. A malformed shard
 // selector is 400 BadRequest. With allowWatchBookmarks, a BOOKMARK
 // carrying the resourceVersion of the type's newest change comes every
-// Options.BookmarkInterval, once that change is past the resourceVersion
+// Options.BookmarkInterval, and 2 s before the watch's timeout if that is
+// longer than 2 s, once that change is past the resourceVersion
 // the watch started at: as in kube-apiserver, a watch on a type nobody
 // writes gets no bookmark (but the initial-events-end one), and changes to
 // other types do not count.

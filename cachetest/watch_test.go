@@ -256,3 +256,27 @@ func TestWatchEventsAreCopies(t *testing.T) {
 		}
 	})
 }
+
+// A watch that allows bookmarks gets one 2 s before its timeout, as
+// kube-apiserver's watch cache sends it (so a client can tell it has been
+// sent every change up to then); none when the timeout is 2 s or less, or
+// when its type has not changed since the watch's start.
+func TestBookmarkTwoSecondsBeforeTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, cms := newServer(t, cachetest.Options{})
+		create(t, cms, "a/x") // 1
+		create(t, cms, "a/y") // 2
+		w := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](3)})
+		short := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](2)})
+		quiet := openWatch(t, cms, metav1.ListOptions{ResourceVersion: "2", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](3)})
+		time.Sleep(time.Second - time.Nanosecond)
+		expectEvents(t, w, "ADDED a/y@2")
+		time.Sleep(time.Nanosecond)
+		expectEvents(t, w, "BOOKMARK @2")
+		expectEvents(t, short, "ADDED a/y@2")
+		time.Sleep(2 * time.Second)
+		expectClosed(t, w)
+		expectClosed(t, short)
+		expectClosed(t, quiet)
+	})
+}

@@ -187,22 +187,32 @@ func (w *watcher) run() {
 	defer w.srv.unregister(w)
 	timeout := w.srv.clock.NewTimer(w.spec.timeout)
 	defer timeout.Stop()
+	var tick, last <-chan time.Time
+	if w.spec.bookmarks && w.spec.timeout > lastBookmarkLead {
+		l := w.srv.clock.NewTimer(w.spec.timeout - lastBookmarkLead)
+		defer l.Stop()
+		last = l.C()
+	}
 	if !w.sendAll(w.pending, timeout) {
 		return
 	}
 	w.pending = nil
-	var tick <-chan time.Time
 	if w.spec.bookmarks {
 		t := w.srv.clock.NewTicker(w.srv.opts.BookmarkInterval)
 		defer t.Stop()
 		tick = t.C()
 	}
-	w.deliver(timeout, tick)
+	w.deliver(timeout, tick, last)
 }
 
-// deliver sends queued events as they come, and a bookmark at each tick,
-// until the watch ends.
-func (w *watcher) deliver(timeout clock.Timer, tick <-chan time.Time) {
+// lastBookmarkLead is how long before its timeout a watch that allows
+// bookmarks gets one more, as kube-apiserver's watch cache sends it (and
+// none when the timeout is shorter).
+const lastBookmarkLead = 2 * time.Second
+
+// deliver sends queued events as they come, and a bookmark at each tick
+// and when last fires, until the watch ends.
+func (w *watcher) deliver(timeout clock.Timer, tick, last <-chan time.Time) {
 	bookmarkDue := false
 	for {
 		evs, progress, hung := w.take()
@@ -227,6 +237,8 @@ func (w *watcher) deliver(timeout clock.Timer, tick <-chan time.Time) {
 		select {
 		case <-w.wake:
 		case <-tick:
+			bookmarkDue = true
+		case <-last:
 			bookmarkDue = true
 		case <-timeout.C():
 			return

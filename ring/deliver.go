@@ -1,36 +1,44 @@
 package ring
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
-// deliverer hands the adds (and kept deletes) of opened buckets to the
-// handlers on a goroutine of its own, so that the ring's loop never waits
-// for a handler: a slow handler must not delay renewing the Lease. Opened
-// sets are delivered in order; a bucket closed meanwhile gets nothing
-// more (the gate decides at each call). stop joins the goroutine.
+// deliverer hands openings to the informers on a goroutine of its own, so
+// that the ring's loop never waits on a store or the API server for them:
+// nothing must delay renewing the Lease. Openings are handed over in
+// order; each handler then gets the opening's adds (and kept deletes) from
+// its own goroutine, and a bucket closed meanwhile gets nothing more (the
+// gate decides at each call). stop joins the goroutine.
 type deliverer struct {
-	reg  *registry
-	mu   sync.Mutex
-	todo []set
-	wake chan struct{}
-	quit chan struct{}
-	done chan struct{}
+	reg *registry
+	// ctx ends when stop is called: it bounds the replays.
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	todo   []*opening
+	wake   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
 }
 
 func startDeliverer(reg *registry) *deliverer {
 	d := &deliverer{reg: reg, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	go d.run()
 	return d
 }
 
-// enqueue schedules the delivery for the buckets of s; on a nil
-// deliverer (a ring that is not running) it delivers at once.
-func (d *deliverer) enqueue(reg *registry, s set) {
+// enqueue schedules the delivery of opening o; on a nil deliverer (a
+// ring that is not running) it delivers at once.
+func (d *deliverer) enqueue(reg *registry, o *opening) {
 	if d == nil {
-		reg.acquired(s)
+		reg.acquired(context.Background(), o)
 		return
 	}
 	d.mu.Lock()
-	d.todo = append(d.todo, s.clone())
+	d.todo = append(d.todo, o)
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -55,13 +63,14 @@ func (d *deliverer) run() {
 			s := d.todo[0]
 			d.todo = d.todo[1:]
 			d.mu.Unlock()
-			d.reg.acquired(s)
+			d.reg.acquired(d.ctx, s)
 		}
 	}
 }
 
 // stop ends the goroutine once the delivery in progress returns.
 func (d *deliverer) stop() {
+	d.cancel()
 	close(d.quit)
 	<-d.done
 }

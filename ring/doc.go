@@ -49,9 +49,18 @@
 // shows no other claim (two simultaneous claims see each other and both
 // back off). On opening, handlers get the deletes that happened while the
 // bucket was in flight (kept by the new owner), then an add for every
-// cached object of the bucket, off the ring's loop; on releasing, they get
-// nothing, and a reconciler that queued a key before the release asks
-// Informer.HandlesKey or Ring.Handles before acting.
+// cached object of the bucket, each handler in order with its own stream
+// of notifications (cache.SnapshotQueuer): per object, versions never go
+// backwards and nothing follows a delete but a newer object's add. On
+// releasing, they get nothing, and a reconciler that queued a key before
+// the release asks Informer.HandlesKey or Ring.Handles before acting.
+//
+// A member publishes how far its handlers have got (AnnotationHandled).
+// A new owner that takes a bucket over from a holder that stopped handling
+// it first (dead, cut off, paused, or its informers stopped) replays the
+// bucket's deletes since that position from the watch history and hands
+// them to its handlers before the adds; where the history is gone it says
+// so (Status.Unreplayed, LastError).
 //
 // # Guarantees
 //

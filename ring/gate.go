@@ -14,6 +14,10 @@ import (
 // working on a closed bucket.
 type gate struct {
 	bits []atomic.Uint64
+	// gens counts, per bucket, the times it was opened: a handler passes
+	// a bucket's events only once it has been handed the bucket's current
+	// opening (see opening).
+	gens []atomic.Uint32
 	// pending are the buckets planned for this replica: while one is
 	// closed, handlers keep its deletes for when it opens.
 	pending []atomic.Uint64
@@ -37,7 +41,7 @@ type waiter struct {
 
 func newGate(n int, told func(opened bool, s set)) *gate {
 	w := (n + 63) / 64
-	return &gate{bits: make([]atomic.Uint64, w), pending: make([]atomic.Uint64, w), told: told, active: map[uint64]struct{}{}}
+	return &gate{bits: make([]atomic.Uint64, w), gens: make([]atomic.Uint32, n), pending: make([]atomic.Uint64, w), told: told, active: map[uint64]struct{}{}}
 }
 
 // setPending records the buckets planned for this replica.
@@ -55,12 +59,30 @@ func (g *gate) awaits(b int) bool { return g.planned(b) && !g.holds(b) }
 
 func (g *gate) holds(b int) bool { return g.bits[b/64].Load()&(1<<(b%64)) != 0 }
 
-// open lets calls for the buckets of s through.
-func (g *gate) open(s set) {
+// open lets calls for the buckets of s through and returns the opening,
+// which each handler must be handed before it passes their events.
+func (g *gate) open(s set) *opening {
+	o := &opening{set: s.clone(), gens: make([]uint32, s.n)}
+	for _, b := range s.list() {
+		o.gens[b] = g.gens[b].Add(1)
+	}
 	for i, w := range s.words {
 		g.bits[i].Or(w)
 	}
 	g.told(true, s)
+	return o
+}
+
+// gen is bucket b's current generation: how many times it was opened.
+func (g *gate) gen(b int) uint32 { return g.gens[b].Load() }
+
+// gensNow returns every bucket's current generation.
+func (g *gate) gensNow() []uint32 {
+	out := make([]uint32, len(g.gens))
+	for b := range g.gens {
+		out[b] = g.gens[b].Load()
+	}
+	return out
 }
 
 // close stops calls for the buckets of s and returns once the calls that

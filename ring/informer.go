@@ -22,22 +22,35 @@ import (
 //
 // Handlers see:
 //   - events of held buckets, as any informer delivers them;
-//   - on acquiring buckets, an add (isInInitialList false) for every
-//     object of them in the cache, serialised with the informer's own
-//     calls; an update or delete of one of those objects may come just
-//     before or after its add;
+//   - on acquiring buckets, the deletes of them that happened during the
+//     handoff, then an add (isInInitialList false) for every object of
+//     them in the cache, in order with the informer's own calls: the adds
+//     show the cache at one point of the informer's stream, so per object
+//     a handler sees versions in order, and nothing after a delete but an
+//     add of a newer object;
 //   - on releasing, nothing: no delete, since the objects still exist and
 //     another replica now handles them. A reconciler that queued a key
 //     before the release asks HandlesKey before acting on it.
 type Informer struct {
 	clientgocache.SharedIndexInformer
 	ring *Ring
+	// lw is the informer's ListerWatcher, for replays (see replay); key
+	// names its type in the positions members publish.
+	lw  clientgocache.ListerWatcher
+	key string
 
+	// opening orders adding a handler against queueing an opening, so
+	// that every handler either sees a bucket open when it is made or is
+	// handed the opening.
+	opening  sync.Mutex
 	mu       sync.Mutex
 	handlers map[clientgocache.ResourceEventHandlerRegistration]*gatedHandler
 	running  bool
 	// ended is set when Run returns: the informer counts no more.
 	ended bool
+	// done is Run's context's Done channel once Run has started: closed,
+	// the informer may have dropped notifications already.
+	done  <-chan struct{}
 	shard cacheShard
 }
 
@@ -58,6 +71,8 @@ func (r *Ring) NewInformer(lw clientgocache.ListerWatcher, obj runtime.Object, r
 	inf := &Informer{
 		SharedIndexInformer: cache.NewSharedIndexInformer(lw, obj, resync, indexers),
 		ring:                r,
+		lw:                  lw,
+		key:                 typeKey(obj),
 		handlers:            map[clientgocache.ResourceEventHandlerRegistration]*gatedHandler{},
 	}
 	r.reg.add(inf)
@@ -99,6 +114,8 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(h clientgocache.ResourceEvent
 
 // AddEventHandlerWithOptions registers h behind the gate.
 func (i *Informer) AddEventHandlerWithOptions(h clientgocache.ResourceEventHandler, o clientgocache.HandlerOptions) (clientgocache.ResourceEventHandlerRegistration, error) {
+	i.opening.Lock()
+	defer i.opening.Unlock()
 	g := newGatedHandler(i.ring, h)
 	reg, err := i.SharedIndexInformer.AddEventHandlerWithOptions(g, o)
 	if err != nil {
@@ -195,4 +212,52 @@ func (r *Ring) bucket(obj interface{}) (int, bool) {
 		return 0, false
 	}
 	return bucketOf(r.cfg.Key.Hash(m), r.cfg.Buckets), true
+}
+
+// queueOpening queues opening o to the informer's handlers, with the
+// cached objects of its buckets and the deletes replayed for them.
+func (i *Informer) queueOpening(o *opening, replayed []interface{}, r *Ring) {
+	i.opening.Lock()
+	defer i.opening.Unlock()
+	i.queuer().QueueSnapshot(func(obj interface{}) bool {
+		b, ok := r.bucket(obj)
+		return ok && o.set.has(b)
+	}, &informerOpening{opening: o, replayed: replayed})
+}
+
+// handled returns how far every handler of i has been handed i's
+// changes: the lowest position of their last marks; false if i has no
+// handler or one has processed no mark yet.
+func (i *Informer) handled() (uint64, bool) {
+	hs := i.gated()
+	if len(hs) == 0 {
+		return 0, false
+	}
+	var low uint64
+	for n, h := range hs {
+		p := h.handled.Load()
+		if p == nil {
+			return 0, false
+		}
+		rv, ok := parseRV(*p)
+		if !ok {
+			return 0, false
+		}
+		if n == 0 || rv < low {
+			low = rv
+		}
+	}
+	return low, true
+}
+
+// position returns the resourceVersion i's cache has reached, if known.
+func (i *Informer) position() (uint64, bool) {
+	return parseRV(i.LastSyncResourceVersion())
+}
+
+// queueMark queues a position mark to the informer's handlers.
+func (i *Informer) queueMark() { i.queuer().QueueSnapshot(nil, positionMark{}) }
+
+func (i *Informer) queuer() cache.SnapshotQueuer {
+	return i.SharedIndexInformer.(cache.SnapshotQueuer)
 }

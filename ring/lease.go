@@ -34,6 +34,16 @@ const (
 	// AnnotationLeaving marks a member on its way out: it counts for no
 	// quota, and what it still holds is released before its Lease goes.
 	AnnotationLeaving = "ring.kreflector.io/leaving"
+	// AnnotationHandled says, by informer type, the resourceVersion up to
+	// which the member's handlers have been handed every change ("type=rv"
+	// pairs; see positions.encode). A member taking its buckets over after
+	// it stopped handling them (it died, was cut off or paused, or its
+	// informers stopped first) replays the deletes made since.
+	AnnotationHandled = "ring.kreflector.io/handled"
+	// AnnotationStopped marks a member some of whose informers have
+	// stopped: what it releases from then on it had not been handling to
+	// the end, so its successors replay the deletes since its positions.
+	AnnotationStopped = "ring.kreflector.io/informers-stopped"
 )
 
 // member is one Lease of the ring as read, and what it says.
@@ -48,6 +58,10 @@ type member struct {
 	leaving  bool
 	ready    bool
 	duration time.Duration
+	// handled is what its AnnotationHandled says (empty if unreadable:
+	// a position is a help, not a promise).
+	handled positions
+	stopped bool
 }
 
 // counts says whether the plan gives m a share.
@@ -76,6 +90,10 @@ func readMember(l *coordinationv1.Lease, n int) (member, error) {
 	}
 	m.leaving = l.Annotations[AnnotationLeaving] == "true"
 	m.ready = l.Annotations[AnnotationReady] == "true"
+	m.stopped = l.Annotations[AnnotationStopped] == "true"
+	if m.handled, err = decodePositions(l.Annotations[AnnotationHandled]); err != nil {
+		m.handled = positions{}
+	}
 	return m, nil
 }
 
@@ -83,6 +101,8 @@ func readMember(l *coordinationv1.Lease, n int) (member, error) {
 type published struct {
 	held, cached   set
 	leaving, ready bool
+	handled        positions
+	stopped        bool
 }
 
 // writeLease sets on l what this member publishes: identity, duration,
@@ -104,6 +124,12 @@ func (r *Ring) writeLease(l *coordinationv1.Lease, now time.Time, p published) {
 	}
 	if p.ready {
 		l.Annotations[AnnotationReady] = "true"
+	}
+	if len(p.handled) > 0 {
+		l.Annotations[AnnotationHandled] = p.handled.encode()
+	}
+	if p.stopped {
+		l.Annotations[AnnotationStopped] = "true"
 	}
 	l.Spec.HolderIdentity = ptr.To(r.cfg.Identity)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.LeaseDuration / time.Second))

@@ -58,7 +58,7 @@ func (g *registry) start(ctx context.Context, i *Informer) bool {
 		panic(fmt.Sprintf("ring: an informer of the ring was started outside it: %v", err))
 	}
 	i.mu.Lock()
-	i.running, i.shard = true, cacheShard{set: s, ok: true}
+	i.running, i.shard, i.done = true, cacheShard{set: s, ok: true}, ctx.Done()
 	i.mu.Unlock()
 	return true
 }
@@ -154,16 +154,97 @@ func (g *registry) running() []*Informer {
 	return out
 }
 
-// acquired delivers to every handler of every running informer the
-// deletes kept for the buckets of s and an add for every cached object of
-// them.
-func (g *registry) acquired(s set) {
-	for _, i := range g.running() {
-		objs := i.GetStore().List()
-		for _, h := range i.gated() {
-			h.acquired(s, objs)
+// acquired hands the opening o to every handler of every informer that
+// has not ended, in order with its notifications, with the cached objects
+// of o's buckets at that point (see opening). An informer that has not
+// started gets it before its first list.
+func (g *registry) acquired(ctx context.Context, o *opening) {
+	for _, i := range g.live() {
+		replayed := g.ring.replayAll(ctx, i, o)
+		if len(replayed) > 0 {
+			g.ring.stat.replayed(len(replayed))
+		}
+		i.queueOpening(o, replayed, g.ring)
+	}
+}
+
+// handled returns, by type, how far the handlers of the ring's informers
+// have been handed their changes (see Informer.handled). Informers that
+// have stopped count with their last marks: a replica whose informers
+// stop before it hands its buckets over publishes where they stopped.
+func (g *registry) handled() positions {
+	g.mu.Lock()
+	infs := slices.Clone(g.infs)
+	g.mu.Unlock()
+	p := positions{}
+	for _, i := range infs {
+		if rv, ok := i.handled(); ok {
+			p.lower(i.key, rv)
 		}
 	}
+	return p
+}
+
+// stopped says whether an informer of the ring that has handlers has
+// been told to stop (its handlers may have missed changes since).
+func (g *registry) stopped() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, i := range g.infs {
+		if i.stopping() {
+			return true
+		}
+	}
+	return false
+}
+
+// stopping says whether i has handlers and Run's context has ended.
+func (i *Informer) stopping() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.handlers) == 0 || i.done == nil {
+		return i.ended && len(i.handlers) > 0
+	}
+	select {
+	case <-i.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// positions returns, by type, the resourceVersion the running informers'
+// caches have reached.
+func (g *registry) positions() positions {
+	p := positions{}
+	for _, i := range g.running() {
+		if rv, ok := i.position(); ok {
+			p.lower(i.key, rv)
+		}
+	}
+	return p
+}
+
+// mark queues a position mark to every handler of every running informer.
+func (g *registry) mark() {
+	for _, i := range g.running() {
+		i.queueMark()
+	}
+}
+
+// live returns the informers that have not ended.
+func (g *registry) live() []*Informer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*Informer
+	for _, i := range g.infs {
+		i.mu.Lock()
+		if !i.ended {
+			out = append(out, i)
+		}
+		i.mu.Unlock()
+	}
+	return out
 }
 
 // prune drops the deletes kept for buckets no longer awaited.

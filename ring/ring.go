@@ -83,11 +83,16 @@ type state struct {
 	// conflict.
 	quiet int
 	round int
+	// from is, by bucket, the positions published by the last other
+	// member seen holding it; since, by bucket, the positions from which
+	// this replica's caches hold it (see replays).
+	from  map[int]*holder
+	since map[int]positions
 }
 
 func (r *Ring) newState() *state {
 	n := r.cfg.Buckets
-	return &state{held: newSet(n), releasing: newSet(n), cached: newSet(n)}
+	return &state{held: newSet(n), releasing: newSet(n), cached: newSet(n), from: map[int]*holder{}, since: map[int]positions{}}
 }
 
 // Run joins the ring and keeps this replica's membership until ctx ends,
@@ -135,6 +140,7 @@ func (r *Ring) NeedLeaderElection() bool { return false }
 func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 	st.round++
 	r.fenceIfLate(st)
+	r.reg.mark()
 	ctx, cancel := context.WithDeadline(ctx, r.callDeadline(st))
 	defer cancel()
 	if st.lease == nil || r.cfg.Clock.Since(st.renewed) >= r.cfg.RetryPeriod {
@@ -148,6 +154,7 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		r.stat.failed(err)
 		return r.cfg.RetryPeriod
 	}
+	st.noteHolders(v, r.lease)
 	r.verify(st, v)
 	owner := v.plan(r.lease, st.held, st.ready)
 	mine := ownedBy(owner, r.lease)

@@ -34,6 +34,15 @@ type Status struct {
 	// Released, Acquired and Conflicts count buckets handed over, taken
 	// and given up on a simultaneous claim, since Run began.
 	Released, Acquired, Conflicts int
+	// Replayed counts the deletes handed to handlers on taking buckets
+	// over from a holder that had stopped handling them before letting
+	// them go (it died, was cut off or paused, or its informers stopped):
+	// deletes made while no handler had the buckets, replayed from the
+	// watch history from the position the holder last published.
+	// Unreplayed counts the buckets taken over whose deletes could not be
+	// replayed (the history was compacted, the watch failed): deletes made
+	// meanwhile may have reached no handler. LastError says why.
+	Replayed, Unreplayed int
 	// FilteringLocally counts the ring's informers whose server ignores
 	// shard selectors (kube-apiserver without the ShardedListAndWatch
 	// gate): they receive and decode every object and keep only those of
@@ -66,6 +75,9 @@ func (s Status) String() string {
 		b.WriteString("; not ready: its informers have not cached its share yet, so the others do not plan for it")
 	case s.Fenced:
 		b.WriteString("; fenced: could not renew its Lease within the renew deadline")
+	}
+	if s.Unreplayed > 0 {
+		fmt.Fprintf(&b, "; %d buckets taken over without the deletes made while no one handled them (see the last error)", s.Unreplayed)
 	}
 	if s.FilteringLocally > 0 {
 		fmt.Fprintf(&b, "; %d informers filter locally: the server ignores shard selectors (ShardedListAndWatch off)", s.FilteringLocally)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // statusBox is the one owner of a Ring's Status: the loop and the fencer
@@ -53,7 +55,15 @@ func (b *statusBox) fenced() {
 func (b *statusBox) conflicted(n int) { b.update(func(s *Status) { s.Conflicts += n }) }
 func (b *statusBox) released(n int)   { b.update(func(s *Status) { s.Released += n }) }
 func (b *statusBox) acquired(n int)   { b.update(func(s *Status) { s.Acquired += n }) }
-func (b *statusBox) left()            { b.update(func(s *Status) { s.Left, s.Handling, s.Planned = true, 0, 0 }) }
+func (b *statusBox) replayed(n int)   { b.update(func(s *Status) { s.Replayed += n }) }
+
+// unreplayed records buckets taken over whose deletes could not be
+// replayed, and why; the loss is logged at error level.
+func (b *statusBox) unreplayed(n int, err error) {
+	klog.ErrorS(err, "Ring handoff lost track of deletes", "buckets", n)
+	b.update(func(s *Status) { s.Unreplayed, s.LastError, s.LastErrorAt = s.Unreplayed+n, err, time.Now() })
+}
+func (b *statusBox) left() { b.update(func(s *Status) { s.Left, s.Handling, s.Planned = true, 0, 0 }) }
 
 // observed records a round's outcome: the view, this replica's planned
 // buckets, what it holds and what its gate has open.

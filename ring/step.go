@@ -25,7 +25,7 @@ func (r *Ring) write(ctx context.Context, st *state, held set) error {
 	} else {
 		l = l.DeepCopy()
 	}
-	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready})
+	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready, handled: r.reg.handled(), stopped: r.reg.stopped()})
 	var got *coordinationv1.Lease
 	var err error
 	if st.lease == nil {
@@ -64,6 +64,8 @@ type view struct {
 	// live are the members whose Leases have not expired, this one
 	// included; order is by Lease name.
 	live []member
+	// gone are the members whose Leases have expired.
+	gone []member
 }
 
 // read lists the ring's Leases (a consistent read) and keeps the live
@@ -92,6 +94,9 @@ func (r *Ring) read(ctx context.Context, st *state) (view, error) {
 			v.live = append(v.live, m)
 		case st.obs.since(now, m) > 2*m.duration && m.name != r.lease:
 			r.collect(ctx, m)
+			fallthrough
+		default:
+			v.gone = append(v.gone, m)
 		}
 	}
 	slices.SortFunc(v.live, func(a, b member) int { return compareStrings(a.name, b.name) })
@@ -180,8 +185,9 @@ func (r *Ring) verify(st *state, v view) {
 	}
 	open := claimed.minus(conflict)
 	if open.len() > 0 {
-		r.gate.open(open)
-		r.deliver.enqueue(&r.reg, open)
+		o := r.gate.open(open)
+		o.replays = st.replays(open)
+		r.deliver.enqueue(&r.reg, o)
 		r.stat.acquired(open.len())
 	}
 }
@@ -197,6 +203,7 @@ func (r *Ring) noteCached(ctx context.Context, st *state, cacheSet set) {
 	if now.equal(st.cached) {
 		return
 	}
+	st.cachedSince(now, r.reg.positions())
 	st.cached = now
 	if err := r.write(ctx, st, st.held); err != nil {
 		r.stat.failed(fmt.Errorf("publishing the cached buckets: %w", err))
