@@ -24,6 +24,33 @@
 // A member counts only once ready: its informers hold the share it would
 // have, so a replica that cannot cache never takes buckets.
 //
+// # A lost Lease
+//
+// A replica's Lease can go from under it: the others delete it once it
+// has expired for twice its duration (the replica was paused or cut off
+// that long), or someone deletes, replaces or edits it. The replica finds
+// out at its next write (refused with 404, or with 409 Conflict when the
+// uid or resourceVersion it carries no longer matches, which is how
+// kube-apiserver refuses an update of a deleted Lease) or its next read
+// (its Lease missing from the list or at another version); a write of its
+// own that was applied but whose response was lost is recognized as such
+// and is no loss. Whenever the Lease on the server is not the one it last
+// wrote, the replica stops handling at once, as fencing does, forgets what
+// it held and was releasing (never to publish them again: the others may
+// own them by now), and rejoins holding nothing: it creates its Lease
+// again, or writes over the object now bearing its name, saying which
+// Lease it supersedes (AnnotationSupersedes), then takes a share as a
+// newcomer does, through the others' releases. Status.Rejoins counts this,
+// Status.Rejoining and Status.LastError (wrapping ErrLeaseLost) say what
+// happened meanwhile. The others treat a Lease that vanished while live
+// (deleted, unlabelled or replaced) as holding every bucket, since its
+// holder may have claimed buckets in versions they never read: no claim
+// is made until it would have expired, counted from when it vanished, or
+// until its holder's new Lease supersedes it. An edit that removes buckets
+// from a live member's held set cannot be told from a release: another
+// member may handle them too until the holder notices, at its next read
+// or write.
+//
 // # Assignment
 //
 // The hash space is cut into Buckets equal slices (1024 by default). Each
@@ -73,6 +100,8 @@
 //     (the release, a read, a claim and its verification; plus Drain).
 //   - After a replica dies or is cut off, its objects go without a handler
 //     for at most LeaseDuration plus a few RetryPeriods.
+//   - A replica whose Lease was lost rejoins within a few RetryPeriods of
+//     reaching the server again, whatever became of the Lease.
 //
 // Status and WaitForSync say whether the ring is formed, what a replica
 // waits for (which member still holds which buckets), whether it is

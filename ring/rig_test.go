@@ -74,6 +74,7 @@ func newRigWith(t *testing.T, ctx context.Context, objects int, opts cachetest.O
 	t.Cleanup(srv.Close)
 	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
 	g := &rig{t: t, ctx: ctx, srv: srv, cms: cms, leases: fake.NewClientset(), replicas: map[string]*replica{}, unowned: map[string]time.Duration{}}
+	t.Cleanup(g.stopAll)
 	for i := range objects {
 		obj, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsName(i % namespaces), Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
 		if err != nil {
@@ -225,23 +226,39 @@ func (g *rig) handlers() map[string]int {
 }
 
 // blackHole makes a replica's Lease calls hang until their context ends,
-// as a connection that stays open and silent does.
+// as a connection that stays open and silent does; once it is turned off,
+// the calls hanging go through, as the network's retransmissions do.
 type blackHole struct {
-	mu sync.Mutex
-	on bool
+	mu     sync.Mutex
+	on     bool
+	healed chan struct{} // closed when turned off
 }
 
-func (b *blackHole) set(on bool) { b.mu.Lock(); b.on = on; b.mu.Unlock() }
+func (b *blackHole) set(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case on && !b.on:
+		b.healed = make(chan struct{})
+	case !on && b.on:
+		close(b.healed)
+	}
+	b.on = on
+}
 
 func (b *blackHole) hang(ctx context.Context) error {
 	b.mu.Lock()
-	on := b.on
+	on, healed := b.on, b.healed
 	b.mu.Unlock()
 	if !on {
 		return nil
 	}
-	<-ctx.Done()
-	return ctx.Err()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-healed:
+		return nil
+	}
 }
 
 func (b *blackHole) wrap(c coordinationv1client.LeasesGetter) coordinationv1client.LeasesGetter {
@@ -274,6 +291,13 @@ func (h holeLeases) Update(ctx context.Context, l *coordinationv1.Lease, o metav
 		return nil, err
 	}
 	return h.LeaseInterface.Update(ctx, l, o)
+}
+
+func (h holeLeases) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if err := h.b.hang(ctx); err != nil {
+		return nil, err
+	}
+	return h.LeaseInterface.Get(ctx, name, o)
 }
 
 func (h holeLeases) List(ctx context.Context, o metav1.ListOptions) (*coordinationv1.LeaseList, error) {
@@ -321,6 +345,24 @@ func inBubble(t *testing.T, f func(t *testing.T, ctx context.Context)) {
 func (g *rig) joinAll(names ...string) {
 	for _, n := range names {
 		g.join(n)
+	}
+}
+
+// stopAll ends the replicas still registered and waits for them, so that
+// a test that fails half-way leaves no goroutine in its bubble.
+func (g *rig) stopAll() {
+	g.mu.Lock()
+	running := make([]*replica, 0, len(g.replicas))
+	for _, rp := range g.replicas {
+		running = append(running, rp)
+	}
+	g.mu.Unlock()
+	for _, rp := range running {
+		rp.holes.set(false)
+		rp.cancel()
+	}
+	for _, rp := range running {
+		<-rp.done
 	}
 }
 

@@ -66,8 +66,20 @@ func (r *Ring) LeaseName() string { return r.lease }
 
 // state is what the loop owns; nothing else reads or writes it.
 type state struct {
-	lease *coordinationv1.Lease // as last written, nil before the first
-	held  set                   // the buckets published as held
+	// lease is this replica's Lease as last written: nil before the
+	// first write and after a loss (see forfeit).
+	lease *coordinationv1.Lease
+	// found, when lease is nil, is a Lease of this replica's name that it
+	// did not write (a replacement, its own changed by someone else, or
+	// one there before its first create): the next write writes over it.
+	found *coordinationv1.Lease
+	// sent are the failed writes since the last acknowledged one: the
+	// server may have applied one of them (see appliedAs).
+	sent []attempt
+	// supersedes is the uid of the last Lease this replica lost, said in
+	// the ones it writes since (AnnotationSupersedes).
+	supersedes string
+	held       set // the buckets published as held
 	// releasing are held buckets whose gate is closed for a release not
 	// yet recorded: not claims, and never reopened by verify.
 	releasing set
@@ -146,13 +158,13 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 	if st.lease == nil || r.cfg.Clock.Since(st.renewed) >= r.cfg.RetryPeriod {
 		if err := r.write(ctx, st, st.held); err != nil {
 			r.stat.failed(fmt.Errorf("renewing Lease %s: %w", r.lease, err))
-			return r.cfg.RetryPeriod
+			return r.retryAfter(st, err)
 		}
 	}
 	v, err := r.read(ctx, st)
 	if err != nil {
 		r.stat.failed(err)
-		return r.cfg.RetryPeriod
+		return r.retryAfter(st, err)
 	}
 	st.noteHolders(v, r.lease)
 	r.verify(st, v)
@@ -183,6 +195,16 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		wait = max(left+expiryMargin, expiryMargin)
 	}
 	return wait
+}
+
+// retryAfter is how long to wait after a round failed with err: a
+// quarter of RetryPeriod if the Lease was lost or a Lease of its name
+// found (the next write rejoins), else RetryPeriod.
+func (r *Ring) retryAfter(st *state, err error) time.Duration {
+	if errors.Is(err, ErrLeaseLost) || st.lease == nil && st.found != nil {
+		return r.cfg.RetryPeriod / 4
+	}
+	return r.cfg.RetryPeriod
 }
 
 // expiryMargin is how long after a Lease's expected expiry the loop looks.

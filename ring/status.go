@@ -23,7 +23,11 @@ type Status struct {
 	// this replica; Handling how many it handles now (the gate is open).
 	Buckets, Planned, Handling int
 	// Waiting names the members still holding buckets planned for this
-	// replica, with how many each.
+	// replica, with how many each. A Lease that vanished while live
+	// (deleted, its label removed, replaced: see ErrLeaseLost) holds back
+	// every claim until it would have expired or its holder has rejoined:
+	// it is named with " (vanished)" after it, with the planned buckets
+	// not handled yet.
 	Waiting map[string]int
 	// Ready is set once this replica's informers have cached its share:
 	// until then the others do not plan for it (see AnnotationReady).
@@ -54,10 +58,21 @@ type Status struct {
 	LastErrorAt time.Time
 	// Left is set once the replica has left the ring.
 	Left bool
+	// Rejoins counts the times this replica found its Lease lost (see
+	// ErrLeaseLost), stopped handling at once and rejoined holding
+	// nothing. Rejoining says what happened to the Lease ("was deleted
+	// …", "was replaced …", "was changed by someone else …") from then
+	// until the replica handles what the ring plans for it again; empty
+	// otherwise.
+	Rejoins   int
+	Rejoining string
 }
 
 // Formed says whether this replica handles exactly what the ring plans.
-func (s Status) Formed() bool {
+func (s Status) Formed() bool { return s.Rejoining == "" && s.settled() }
+
+// settled is Formed but for a rejoin in progress.
+func (s Status) settled() bool {
 	return s.Members > 0 && s.Ready && !s.Fenced && s.Planned == s.Handling && len(s.Waiting) == 0
 }
 
@@ -69,6 +84,8 @@ func (s Status) String() string {
 	switch {
 	case s.Left:
 		b.WriteString("; left the ring")
+	case s.Rejoining != "":
+		fmt.Fprintf(&b, "; rejoining after its Lease %s: it stopped handling, and takes a share again as a newcomer (rejoin %d)", s.Rejoining, s.Rejoins)
 	case s.Members == 0:
 		b.WriteString("; has not read the ring yet")
 	case !s.Ready:

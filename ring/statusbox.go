@@ -52,6 +52,11 @@ func (b *statusBox) fenced() {
 	b.update(func(s *Status) { s.Fenced, s.Handling = true, 0 })
 }
 
+// lost records a loss of the Lease (see forfeit): handling nothing, rejoining.
+func (b *statusBox) lost(why string) {
+	b.update(func(s *Status) { s.Rejoins, s.Rejoining, s.Handling = s.Rejoins+1, why, 0 })
+}
+
 func (b *statusBox) conflicted(n int) { b.update(func(s *Status) { s.Conflicts += n }) }
 func (b *statusBox) released(n int)   { b.update(func(s *Status) { s.Released += n }) }
 func (b *statusBox) acquired(n int)   { b.update(func(s *Status) { s.Acquired += n }) }
@@ -66,7 +71,8 @@ func (b *statusBox) unreplayed(n int, err error) {
 func (b *statusBox) left() { b.update(func(s *Status) { s.Left, s.Handling, s.Planned = true, 0, 0 }) }
 
 // observed records a round's outcome: the view, this replica's planned
-// buckets, what it holds and what its gate has open.
+// buckets, what it holds and what its gate has open. A rejoin is over
+// once the replica is settled.
 func (b *statusBox) observed(v view, me string, mine, open set, filtering int) {
 	waiting := map[string]int{}
 	for _, m := range v.live {
@@ -75,6 +81,11 @@ func (b *statusBox) observed(v view, me string, mine, open set, filtering int) {
 		}
 		if n := mine.intersect(m.held).len(); n > 0 {
 			waiting[m.name] = n
+		}
+	}
+	for _, g := range v.ghosts {
+		if n := mine.minus(open).intersect(g.held).len(); n > 0 {
+			waiting[g.name+" (vanished)"] += n
 		}
 	}
 	members := 0
@@ -86,6 +97,9 @@ func (b *statusBox) observed(v view, me string, mine, open set, filtering int) {
 	b.update(func(s *Status) {
 		s.Members, s.Buckets, s.Planned, s.Handling = members, v.buckets, mine.len(), open.len()
 		s.Waiting, s.Fenced, s.FilteringLocally = waiting, false, filtering
+		if s.settled() {
+			s.Rejoining = ""
+		}
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,48 +14,45 @@ import (
 )
 
 // write publishes held, with the cached buckets and whether it is
-// leaving, in this replica's Lease, creating it the first time. On success
-// the Lease counts as renewed from the moment the request was sent, and
-// the fencing deadline moves.
+// leaving, in this replica's Lease: over the one it last wrote, else over
+// the one of its name it found (see forfeit), else in a new one. On
+// success the Lease counts as renewed from the moment the request was
+// sent, and the fencing deadline moves. A refused write is sorted out by
+// lost before write returns: its error wraps ErrLeaseLost if the Lease
+// turns out lost, and handling has stopped by then.
 func (r *Ring) write(ctx context.Context, st *state, held set) error {
 	sent := r.cfg.Clock.Now()
 	leases := r.cfg.Client.Leases(r.cfg.Namespace)
-	l := st.lease
-	if l == nil {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.lease, Namespace: r.cfg.Namespace}}
-	} else {
-		l = l.DeepCopy()
+	base := st.lease
+	if base == nil {
+		base = st.found
 	}
-	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready, handled: r.reg.handled(), stopped: r.reg.stopped()})
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.lease, Namespace: r.cfg.Namespace}}
+	if base != nil {
+		l = base.DeepCopy()
+	}
+	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready, supersedes: st.supersedes, handled: r.reg.handled(), stopped: r.reg.stopped()})
 	var got *coordinationv1.Lease
 	var err error
-	if st.lease == nil {
+	if base == nil {
 		got, err = leases.Create(ctx, l, metav1.CreateOptions{})
 	} else {
 		got, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		r.lost(ctx, st, err)
-		return err
+		st.noteSent(attempt{lease: l, held: held.clone(), sent: sent})
+		return r.lost(ctx, st, err)
 	}
-	st.lease, st.held, st.renewed = got, held.clone(), sent
-	r.fence.arm(sent.Add(r.cfg.RenewDeadline))
+	st.lease, st.found, st.sent, st.held = got, nil, nil, held.clone()
+	r.renewedAt(st, sent)
 	return nil
 }
 
-// lost handles a write refused because the Lease changed under this
-// replica: deleted (by an administrator, or by a member that saw it
-// expire), it stops handling at once and creates a new one next round;
-// changed by someone else, it reads it to write over it next round.
-func (r *Ring) lost(ctx context.Context, st *state, err error) {
-	switch {
-	case apierrors.IsNotFound(err) && st.lease != nil:
-		r.gate.shut(st.held)
-		st.lease, st.held = nil, newSet(r.cfg.Buckets)
-	case apierrors.IsConflict(err):
-		if l, gerr := r.cfg.Client.Leases(r.cfg.Namespace).Get(ctx, r.lease, metav1.GetOptions{}); gerr == nil {
-			st.lease = l
-		}
+// renewedAt moves the renew time, and the fencing deadline, to sent.
+func (r *Ring) renewedAt(st *state, sent time.Time) {
+	if sent.After(st.renewed) {
+		st.renewed = sent
+		r.fence.arm(sent.Add(r.cfg.RenewDeadline))
 	}
 }
 
@@ -66,16 +64,24 @@ type view struct {
 	live []member
 	// gone are the members whose Leases have expired.
 	gone []member
+	// ghosts are Leases that vanished while live (see haunt), each
+	// holding every bucket, as no member.
+	ghosts []member
 }
 
 // read lists the ring's Leases (a consistent read) and keeps the live
 // ones; it deletes Leases expired for twice their duration, left behind by
-// replicas that died.
+// replicas that died. If the list shows that this replica's Lease is not
+// the one it last wrote, read returns an error wrapping ErrLeaseLost,
+// handling stopped (see checkOwn).
 func (r *Ring) read(ctx context.Context, st *state) (view, error) {
 	sel := labels.SelectorFromSet(labels.Set{LabelRing: r.cfg.Name}).String()
 	list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return view{}, fmt.Errorf("listing the ring's Leases: %w", err)
+	}
+	if err := r.checkOwn(ctx, st, list.Items); err != nil {
+		return view{}, err
 	}
 	now := r.cfg.Clock.Now()
 	v := view{buckets: r.cfg.Buckets}
@@ -87,7 +93,8 @@ func (r *Ring) read(ctx context.Context, st *state) (view, error) {
 		}
 		all = append(all, m)
 	}
-	st.obs.see(now, all)
+	st.obs.see(now, all, r.lease)
+	v.ghosts = st.obs.ghostMembers(r.cfg.Buckets)
 	for _, m := range all {
 		switch {
 		case !st.obs.expired(now, m):
@@ -112,13 +119,17 @@ func (r *Ring) collect(ctx context.Context, m member) {
 	}
 }
 
-// othersHeld is the union of what the live members other than me hold.
+// othersHeld is the union of what the live members other than me hold,
+// and the ghosts.
 func (v view) othersHeld(me string) set {
 	s := newSet(v.buckets)
 	for _, m := range v.live {
 		if m.name != me {
 			s = s.union(m.held)
 		}
+	}
+	for _, g := range v.ghosts {
+		s = s.union(g.held)
 	}
 	return s
 }
@@ -262,9 +273,11 @@ func (r *Ring) claim(ctx context.Context, st *state, v view, mine set) {
 // (the others plan without it and cache its buckets), runs rounds that
 // release each bucket once its successor has it cached, and after half of
 // RenewDeadline releases what is left regardless; then it records that it
-// holds nothing and deletes its Lease. All within RenewDeadline.
+// holds nothing and deletes its Lease. All within RenewDeadline. Without
+// a Lease (none written yet, or lost and none of its name found since)
+// there is nothing to hand over: it holds nothing.
 func (r *Ring) leave(st *state) error {
-	if st.lease == nil {
+	if st.lease == nil && st.found == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
