@@ -35,12 +35,45 @@ const (
 	// ListInvalidRV: the server rejected the resourceVersion to list at as
 	// malformed (it came from an object with a broken one).
 	ListInvalidRV ListCause = "invalid_rv"
-	// ListReshard: the Reflector's shard changed (Reflector.SetShard).
+	// ListReshard: the Reflector's shard changed (Reflector.SetShard) and
+	// the new one could not be merged into the store (see
+	// Stats.ReshardFallbacks): the whole shard is listed again.
 	ListReshard ListCause = "reshard"
+	// ListReshardAdded: the Reflector's shard changed and only the ranges
+	// it added are listed, then merged into the store (see SetShard).
+	ListReshardAdded ListCause = "reshard_added"
 )
 
 // ListCauses is every ListCause, in a fixed order.
-var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV, ListReshard}
+var ListCauses = []ListCause{ListInitial, ListExpired, ListTooLarge, ListShortWatch, ListWatchListFallback, ListStaleRVBreaker, ListWatchError, ListRetry, ListInvalidRV, ListReshard, ListReshardAdded}
+
+// ReshardFallback says why a changed shard was synced by listing it
+// whole instead of merging what changed into the store.
+type ReshardFallback string
+
+const (
+	// FallbackNotSynced: no sync had completed yet; the first one lists.
+	FallbackNotSynced ReshardFallback = "not_synced"
+	// FallbackFilteringLocally: the server ignores shard selectors
+	// (ReflectorOptions.ShardFilterLocally, ErrShardIgnored), so a LIST
+	// of the added ranges would send everything anyway.
+	FallbackFilteringLocally ReshardFallback = "filtering_locally"
+	// FallbackIncomparable: the resume position is not an integer
+	// resourceVersion (kube-apiserver's are; KEP-5504), so events older
+	// than the merged objects cannot be told apart.
+	FallbackIncomparable ReshardFallback = "incomparable_resource_version"
+	// FallbackUnavailable: the resume position is no longer served (410).
+	FallbackUnavailable ReshardFallback = "resource_version_unavailable"
+	// FallbackStoreUnlistable: the store cannot say what it holds (a
+	// queue that is not an informer's).
+	FallbackStoreUnlistable ReshardFallback = "store_unlistable"
+	// FallbackListFailed: the LIST of the added ranges or the store's
+	// Replace failed; the whole shard is listed, with the usual backoff.
+	FallbackListFailed ReshardFallback = "list_failed"
+)
+
+// ReshardFallbacks is every ReshardFallback, in a fixed order.
+var ReshardFallbacks = []ReshardFallback{FallbackNotSynced, FallbackFilteringLocally, FallbackIncomparable, FallbackUnavailable, FallbackStoreUnlistable, FallbackListFailed}
 
 // WatchEndCause says why a watch (or WatchList) ended, or why a request
 // to open one failed, while the Reflector was running: Stats.WatchEnds and

@@ -27,6 +27,9 @@ const (
 	// phaseStream applies events until the watch ends; then phaseWatch
 	// resumes, or the cycle ends so that the next one relists.
 	phaseStream
+	// phaseReshard merges a changed shard into the store (reshard_merge.go)
+	// and moves on to phaseWatch, or falls back to phaseList.
+	phaseReshard
 	phaseDone
 )
 
@@ -45,6 +48,8 @@ type cycle struct {
 	// shard is what a sharded Reflector's requests select and its
 	// responses are checked against in this cycle; nil when unsharded.
 	shard *shardSpec
+	// catchUp, after a merged reshard, drops the events its LIST covered.
+	catchUp *catchUp
 	// err is what ListAndWatch returns.
 	err error
 	// retryAfter is the delay the server asked for with its last failure,
@@ -71,9 +76,9 @@ func (c *cycle) selector() string {
 
 func (c *cycle) run(ctx context.Context) error {
 	defer c.close()
-	p := phaseList
-	if c.r.server.wantsWatchList(c.r.clock.Now()) {
-		p = phaseWatchList
+	p := c.firstSync()
+	if c.r.pendingReshard {
+		p = phaseReshard
 	}
 	for p != phaseDone {
 		if ctx.Err() != nil {
@@ -94,6 +99,8 @@ func (c *cycle) step(ctx context.Context, p phase) phase {
 		return c.openWatch(ctx)
 	case phaseStream:
 		return c.stream(ctx)
+	case phaseReshard:
+		return c.reshard(ctx)
 	}
 	return phaseDone
 }
@@ -119,6 +126,9 @@ func (c *cycle) synced(rv string, items int, start time.Time) {
 	r.listCause = ListWatchError
 	c.resync = startResync(r.clock, r.resyncPeriod)
 	r.shards.syncedWith(c.shard)
+	if c.shard != nil {
+		r.storeShard = c.shard.shard
+	}
 	if r.in != nil {
 		r.in.synced(items)
 	}

@@ -87,6 +87,8 @@ func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, 
 				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
 			{"LIST other", atList, lost, at5,
 				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
+			{"LIST returned nil and no error (a broken ListerWatcher)", atList, errNilList, facts{},
+				outcome{next: stepFail, relist: ListRetry, health: healthLoss, reason: ReasonListFailing}},
 
 			// A page after the first of a paginated LIST failed.
 			{"page 500", atListPage, internal, facts{}, outcome{next: stepRetryPage}},
@@ -98,6 +100,7 @@ func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, 
 			{"page 410 Gone", atListPage, gone, facts{}, outcome{next: stepFail}},
 			{"page 403", atListPage, forbidden, facts{}, outcome{next: stepFail}},
 			{"page cancelled", atListPage, context.Canceled, facts{}, outcome{next: stepFail}},
+			{"page returned nil and no error", atListPage, errNilList, facts{}, outcome{next: stepFail}},
 
 			// The store refused the synced state.
 			{"Replace after LIST", atListReplace, lost, facts{},
@@ -139,6 +142,8 @@ func watchOpenRows(expired, throttled, internal, forbidden, unauthorized, notFou
 		{"open 500", atWatchOpen, internal, facts{},
 			outcome{next: stepRelist, end: WatchInternalError, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, log: logWatchNotOpened}},
 		{"open other", atWatchOpen, lost, facts{},
+			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, log: logWatchNotOpened}},
+		{"open returned nil and no error (a broken ListerWatcher)", atWatchOpen, errNilWatch, facts{},
 			outcome{next: stepRelist, end: WatchFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, streak: streakReset, log: logWatchNotOpened}},
 	}
 }
@@ -194,6 +199,8 @@ func watchListRows(expired, throttled, internal, forbidden, badRequest, short, l
 		{"WatchList refused (400)", atWatchListOpen, badRequest, facts{},
 			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, log: logWatchListToList, refusedWatchList: true}},
 		{"WatchList open 403 (the LIST reports it)", atWatchListOpen, forbidden, facts{},
+			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, log: logWatchListToList}},
+		{"WatchList open returned nil and no error (the LIST, and the watch after it, report it)", atWatchListOpen, errNilWatch, facts{},
 			outcome{next: stepListInstead, end: WatchFailed, relist: ListWatchListFallback, log: logWatchListToList}},
 		{"WatchList closed before its end", atWatchListStream, nil, facts{},
 			outcome{next: stepBackoffRewatch, end: WatchClosed, relist: ListRetry, health: healthLoss, reason: ReasonListFailing, log: logWatchListRetry}},

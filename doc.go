@@ -32,7 +32,9 @@
 // ReflectorOptions.OnHealthChange say whether the store is current and, if
 // not, why (a DegradedReason and the last error): the contract is on
 // Health. Informers report theirs and their handlers' through
-// InformerHealthReporter.
+// InformerHealthReporter, and say when they have stopped (State Stopped;
+// WaitForSync returns ErrStopped at once). A ListerWatcher call that
+// returns nil and no error is a failed call (ErrNilResult), not a crash.
 //
 // # Metrics
 //
@@ -51,25 +53,31 @@
 //
 // The shard value itself (ranges, parsing, hashing) is package
 // github.com/kreflector/cache/shard; Shard, ReplicaShard and ParseShard
-// here are its names under this package.
+// here are its names under this package. Package
+// github.com/kreflector/cache/ring spreads a resource over replicas that
+// find each other through Leases and hand buckets over as they come and
+// go (elastic rings).
 //
 // # Lean objects
 //
-// ReuseHeldObjects (on by default) keeps, on a relist, the object already
-// held for an unchanged one and gives a changed one the held version's
-// copy of every value they still share. ShareStrings and ShareMaps hold
-// equal strings, byte slices and maps once, through a table each Reflector
-// owns and only its goroutine writes; DropManagedFields drops
-// managedFields. Each applies page by page as a LIST arrives. The policy
-// (which objects, in what order, for which stores) is intake.go's; the
-// mechanics are internal/lean's, and internal/repr is the one place that
-// reads Go's runtime representation.
+// ReflectorOptions.ReuseHeldObjects (on by default) keeps, on a relist,
+// the object already held for an unchanged one and gives a changed one
+// the held version's copy of every value they still share. ShareStrings
+// and ShareMaps hold equal strings, byte slices and maps once, through a
+// table each Reflector keeps of its own; DropManagedFields drops
+// managedFields. Each applies page by page as a LIST arrives, so the peak
+// of a sync falls too. Which stores each applies to, and in what order
+// they run, are on the options.
 //
 // # Factories
 //
 // Packages github.com/kreflector/cache/informers and
 // github.com/kreflector/cache/dynamicinformer are client-go's informer
-// factories on this package's informers: change the import path.
+// factories (k8s.io/client-go/informers and
+// k8s.io/client-go/dynamic/dynamicinformer) on this package's informers:
+// change the import path. client-go's typed per-group informer packages
+// (informers/core/v1 and the like) and metadatainformer have no
+// counterpart here yet.
 //
 // # Testing
 //

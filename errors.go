@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -55,6 +56,20 @@ func DefaultWatchErrorHandler(ctx context.Context, r *Reflector, err error) {
 // wrong Go type or GVK, Table objects, and objects without metadata; and by
 // the error ending a watch whose ERROR event carries no status.
 var ErrUnexpectedObject = errors.New("unexpected object in watch event")
+
+// ErrNilResult is wrapped by the error a ListerWatcher call fails with when
+// it returned neither a result nor an error: a List with a nil list (also
+// a typed nil pointer, on any page) or a Watch with a nil watch.Interface.
+// The Reflector treats it as that call failing with an error (health,
+// backoff, retry), where client-go's would crash on it.
+var ErrNilResult = errors.New("returned nil and no error")
+
+// errNilList and errNilWatch are the errors of a List and of a Watch that
+// returned nil and no error.
+var (
+	errNilList  = fmt.Errorf("the ListerWatcher's List %w", ErrNilResult)
+	errNilWatch = fmt.Errorf("the ListerWatcher's Watch %w", ErrNilResult)
+)
 
 // isExpiredError: the resourceVersion asked for has been compacted away
 // (410; old servers said Gone instead of Expired).

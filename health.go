@@ -19,6 +19,11 @@ const (
 	// Degraded: the Reflector cannot keep the store current; Reason says
 	// why (see Health).
 	Degraded
+	// Stopped: the informer has stopped (its Run returned), so nothing
+	// keeps its store current any more; HasSynced and LastError say how
+	// far it got. An informer's Health says it (InformerHealth.Reflector);
+	// a Reflector's own Health does not.
+	Stopped
 )
 
 func (s HealthState) String() string {
@@ -29,6 +34,8 @@ func (s HealthState) String() string {
 		return "Synced"
 	case Degraded:
 		return "Degraded"
+	case Stopped:
+		return "Stopped"
 	}
 	return fmt.Sprintf("HealthState(%d)", int(s))
 }
@@ -254,8 +261,15 @@ func (r *Reflector) Health() Health { return r.health.snapshot() }
 // WatchList at least once. Safe from any goroutine.
 func (r *Reflector) HasSynced() bool { return r.Health().HasSynced }
 
-// ErrNotSynced is wrapped by WaitForSync's error when ctx ends first.
+// ErrNotSynced is wrapped by WaitForSync's error when ctx ends first (or,
+// for an informer, when it stopped first: see ErrStopped).
 var ErrNotSynced = errors.New("reflector has not synced")
+
+// ErrStopped is wrapped, with ErrNotSynced, by the WaitForSync error of
+// an informer (or one of its registrations) that stopped before it
+// synced: nothing will sync it any more, so WaitForSync returns at once
+// instead of waiting for its context to end.
+var ErrStopped = errors.New("stopped")
 
 // WaitForSync blocks until the store has been filled once (nil) or ctx
 // ends. In the second case the error wraps ErrNotSynced, ctx's error and
@@ -273,12 +287,23 @@ func (r *Reflector) WaitForSync(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			if cause := r.syncCause(); cause != nil {
-				return fmt.Errorf("%w (%w): %w", ErrNotSynced, ctx.Err(), cause)
-			}
-			return fmt.Errorf("%w: %w", ErrNotSynced, ctx.Err())
+			return notSyncedError("", ctx.Err(), r.syncCause())
 		}
 	}
+}
+
+// notSyncedError is the error of a WaitForSync that returns unsynced: it
+// wraps ErrNotSynced, why it returned (ctx's error, or ErrStopped) and, if
+// known, the cause the store is not filled; what, if not empty, names what
+// was waited for.
+func notSyncedError(what string, why, cause error) error {
+	if what != "" {
+		what = ": " + what
+	}
+	if cause == nil {
+		return fmt.Errorf("%w%s: %w", ErrNotSynced, what, why)
+	}
+	return fmt.Errorf("%w%s (%w): %w", ErrNotSynced, what, why, cause)
 }
 
 // syncCause says why the store is not filled yet, as far as the

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,8 +43,9 @@ type panickyLW struct{ *scriptLW }
 func (panickyLW) IsWatchListSemanticsUnSupported() bool { panic("lister cannot tell") }
 
 // A panic while Run builds the Reflector leaves Run (re-raised, as any
-// panic in Run is) and leaves nothing locked: WaitForSync returns when
-// its context ends, with ErrNotSynced. Before, the controller's lock was
+// panic in Run is) and leaves nothing locked: WaitForSync returns at
+// once, with ErrNotSynced and ErrStopped, and Health says Stopped.
+// Before, the controller's lock was
 // held through the panic and Run's deferred log waited for it for ever,
 // and so did WaitForSync. A goroutine blocked on a mutex is not durably
 // blocked for synctest, so a bubble would hang rather than fail: the test
@@ -74,16 +74,14 @@ func TestInformerConstructionPanicDoesNotWedge(t *testing.T) {
 			if p := within(t, panicked); p == nil {
 				t.Fatal("Run returned without the construction's panic")
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			cancel()
 			waited := make(chan any, 1)
-			go func() { waited <- inf.WaitForSync(ctx) }()
+			go func() { waited <- inf.WaitForSync(t.Context()) }()
 			err, _ := within(t, waited).(error)
-			if !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.Canceled) {
-				t.Fatalf("WaitForSync = %v, want ErrNotSynced and the cancellation", err)
+			if !errors.Is(err, ErrNotSynced) || !errors.Is(err, ErrStopped) {
+				t.Fatalf("WaitForSync = %v, want ErrNotSynced and ErrStopped", err)
 			}
-			if h := inf.Health(); h.Reflector.State != Syncing {
-				t.Errorf("Health = %s, want the Reflector Syncing (none was built)", fmt.Sprint(h.Reflector.State))
+			if h := inf.Health(); h.Reflector.State != Stopped || h.Reflector.HasSynced {
+				t.Errorf("Health = %s, want the Reflector Stopped (none was built), never synced", fmt.Sprint(h.Reflector))
 			}
 		})
 	}

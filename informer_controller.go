@@ -138,6 +138,9 @@ func (c *controller) newReflector(ctx context.Context, shard *Shard) *Reflector 
 	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
 	if c.held != nil {
 		r.reuseFrom(c.held, opts)
+		if l, ok := c.held.(interface{ List() []interface{} }); ok {
+			r.heldList = l.List
+		}
 	}
 	r.ShouldResync = cfg.ShouldResync
 	r.WatchListPageSize = cfg.WatchListPageSize

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // informerKeyFunc keys the informers' stores, as client-go's do.
@@ -22,6 +24,8 @@ type deltaApplier struct {
 	replaced *replaceMark
 	// position, if set, follows the resourceVersion the store has reached.
 	position *storePosition
+	// local, if set, tells a merged reshard's ReplacedAll from a relist's.
+	local *localReplaces
 }
 
 // process is a ProcessFunc: obj must be a Deltas.
@@ -115,7 +119,9 @@ func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
 // handler: first OnDelete with a DeletedFinalStateUnknown for every stored
 // object missing from the list (sorted by key; client-go's order is the
 // store's map order), then, in list order, OnUpdate(old, new) for objects
-// the store held and OnAdd for the others.
+// the store held and OnAdd for the others. A merged reshard's Replace
+// (see localReplacer) notifies nothing for the very objects the store
+// held: they did not change.
 func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
 	keys := make([]string, len(info.Objects))
 	listed := make(map[string]struct{}, len(info.Objects))
@@ -134,6 +140,7 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 			olds[i] = old
 		}
 	}
+	local := a.local.take(info)
 	if err := a.store.Replace(info.Objects, info.ResourceVersion); err != nil {
 		return err
 	}
@@ -142,10 +149,13 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 		a.handler.OnDelete(t)
 	}
 	for i, o := range info.Objects {
-		if olds[i] != nil {
-			a.handler.OnUpdate(olds[i], o)
-		} else {
+		switch {
+		case olds[i] == nil:
 			a.handler.OnAdd(o, isInInitialList)
+		case local && repr.Same(olds[i], o):
+			// Kept by a merged reshard as it was: nothing happened to it.
+		default:
+			a.handler.OnUpdate(olds[i], o)
 		}
 	}
 	return nil

@@ -10,14 +10,17 @@ import (
 // (type-assert the SharedIndexInformer the constructors return) and is
 // beyond client-go: waiting with a cause, health, and figures per handler.
 type InformerHealthReporter interface {
-	// WaitForSync blocks until the informer has synced (nil) or ctx ends;
-	// the error then wraps ErrNotSynced, ctx's error and the Reflector's
-	// last list/watch error, from the first failure on
+	// WaitForSync blocks until the informer has synced (nil), ctx ends,
+	// or the informer has stopped (at once if it had already); the error
+	// then wraps ErrNotSynced, ctx's error or ErrStopped, and the
+	// Reflector's last list/watch error, from the first failure on
 	// (apierrors.IsForbidden works on it), and says when the Reflector
 	// waits for a WatchList's initial-events-end bookmark (see
 	// Reflector.WaitForSync).
 	WaitForSync(ctx context.Context) error
-	// Health combines the Reflector's health with the handlers'.
+	// Health combines the Reflector's health with the handlers'; once the
+	// informer has stopped, the Reflector's State is Stopped (since the
+	// stop), with its HasSynced and LastError as they were.
 	Health() InformerHealth
 	// Stats returns the Reflector's figures and each handler's.
 	Stats() InformerStats
@@ -30,8 +33,9 @@ type InformerHealthReporter interface {
 // informers return, beyond client-go's ResourceEventHandlerRegistration.
 type HandlerRegistration interface {
 	ResourceEventHandlerRegistration
-	// WaitForSync blocks until HasSynced (nil) or ctx ends; the error then
-	// wraps ErrNotSynced, ctx's error and the informer's last error.
+	// WaitForSync blocks until HasSynced (nil), ctx ends, or the informer
+	// has stopped; the error then wraps ErrNotSynced, ctx's error (or
+	// ErrStopped) and the informer's last error.
 	WaitForSync(ctx context.Context) error
 	// ShutdownChan is closed when the handler will not be called again
 	// after its removal or the informer's stop.
@@ -87,7 +91,8 @@ type HandlerProblem struct {
 
 // InformerHealth is a snapshot of an informer's health.
 type InformerHealth struct {
-	// Reflector is the Reflector's health (State Syncing before Run).
+	// Reflector is the Reflector's health (State Syncing before Run,
+	// Stopped once the informer has stopped).
 	Reflector Health
 	// Handlers lists the handlers outside their limits, in registration
 	// order; a stuck handler with a backlog is listed once, as stuck.
@@ -126,7 +131,7 @@ func (s *sharedIndexInformer) SetHandlerLimits(l HandlerLimits) error {
 // Health implements InformerHealthReporter.
 func (s *sharedIndexInformer) Health() InformerHealth {
 	s.mu.Lock()
-	limits, ctrl := s.limits, s.ctrl
+	limits, ctrl, stopped, stoppedAt := s.limits, s.ctrl, s.stopped, s.stoppedAt
 	s.mu.Unlock()
 	var h InformerHealth
 	h.Reflector = Health{State: Syncing}
@@ -134,6 +139,11 @@ func (s *sharedIndexInformer) Health() InformerHealth {
 		if r := ctrl.runningReflector(); r != nil {
 			h.Reflector = r.Health()
 		}
+	}
+	if stopped {
+		// The Reflector's health is as it was when it stopped; what it
+		// learned (HasSynced, LastError) stays.
+		h.Reflector.State, h.Reflector.Reason, h.Reflector.Since = Stopped, ReasonNone, stoppedAt
 	}
 	now := time.Now()
 	for _, st := range s.processor.stats(now) {

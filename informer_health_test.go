@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -179,5 +182,127 @@ func TestInformerHandlerMetrics(t *testing.T) {
 		if len(rec.open) != 0 {
 			t.Errorf("handler metrics left after stop: %v", rec.open)
 		}
+	})
+}
+
+// waitInBackground calls wait in a goroutine of its own; the channel gets
+// its error once it returns.
+func waitInBackground(wait func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- wait() }()
+	return ch
+}
+
+// returned is the error wait's goroutine sent, and whether it has.
+func returned(ch <-chan error) (error, bool) {
+	select {
+	case err := <-ch:
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// An informer that stops before it syncs says so: its WaitForSync and its
+// registrations', waiting or called after the stop, return at once with
+// ErrStopped and the last list error, however long their context lasts,
+// and its Health says Stopped, never synced, with that error.
+func TestStoppedInformerSaysSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("no list rights"))
+		lists := make([]listReply, 30)
+		for i := range lists {
+			lists[i] = listReply{err: forbidden}
+		}
+		lw := newScript(lists, nil)
+		lw.noWL = true
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{})
+		rep := inf.(InformerHealthReporter)
+		reg, err := inf.AddEventHandler(ResourceEventHandlerFuncs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		regWait := reg.(HandlerRegistration).WaitForSync
+		waiting := waitInBackground(func() error { return rep.WaitForSync(t.Context()) })
+		regWaiting := waitInBackground(func() error { return regWait(t.Context()) })
+		stop := runInformer(t, inf)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if _, ok := returned(waiting); ok {
+			t.Fatal("WaitForSync returned while the informer runs, unsynced")
+		}
+		if h := rep.Health(); h.Reflector.State != Degraded || h.Reflector.Reason != ReasonForbidden {
+			t.Fatalf("health while running: %v", h.Reflector)
+		}
+		stop()
+		stoppedAt := time.Now()
+		synctest.Wait()
+		wantStopped := func(what string, err error, ok bool) {
+			t.Helper()
+			switch {
+			case !ok:
+				t.Fatalf("%s still waits after the informer stopped", what)
+			case !errors.Is(err, ErrNotSynced) || !errors.Is(err, ErrStopped) || !apierrors.IsForbidden(err):
+				t.Fatalf("%s = %v; want ErrNotSynced, ErrStopped and the LIST's Forbidden", what, err)
+			case !strings.Contains(err.Error(), "(stopped): last error: configmaps is forbidden"):
+				t.Fatalf("%s = %q; want it to say it stopped, and why it had not synced", what, err)
+			}
+		}
+		err, ok := returned(waiting)
+		wantStopped("the informer's WaitForSync, waiting", err, ok)
+		err, ok = returned(regWaiting)
+		wantStopped("the registration's WaitForSync, waiting", err, ok)
+		for what, wait := range map[string]func(context.Context) error{"the informer's WaitForSync": rep.WaitForSync, "the registration's WaitForSync": regWait} {
+			ch := waitInBackground(func() error { return wait(t.Context()) })
+			synctest.Wait()
+			err, ok := returned(ch)
+			wantStopped(what+", called after the stop", err, ok)
+		}
+		if !time.Now().Equal(stoppedAt) {
+			t.Fatalf("the waits took %v", time.Since(stoppedAt))
+		}
+		h := rep.Health()
+		if r := h.Reflector; r.State != Stopped || r.Reason != ReasonNone || r.HasSynced || !apierrors.IsForbidden(r.LastError) || !r.Since.Equal(stoppedAt) || h.Healthy {
+			t.Fatalf("health after the stop: %+v", h)
+		}
+		if s := h.Reflector.String(); !strings.HasPrefix(s, "Stopped since ") || !strings.Contains(s, ", never synced: last error: configmaps is forbidden") {
+			t.Fatalf("health after the stop reads %q", s)
+		}
+	})
+}
+
+// A registration whose handler is still taking its initial adds when the
+// informer stops never syncs (its backlog is dropped): its WaitForSync
+// returns then, though the informer had synced and the handler's call in
+// progress holds up the informer's Run.
+func TestRegistrationWaitForSyncReturnsWhenTheInformerStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, inf := abcInformer()
+		block := make(chan struct{})
+		release := sync.OnceFunc(func() { close(block) })
+		defer release() // also when the test fails, so that Run can return
+		var firstOnly sync.Once
+		reg, err := inf.AddEventHandler(&blockingHandler{wait: func() { firstOnly.Do(func() { <-block }) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := waitInBackground(func() error { return reg.(HandlerRegistration).WaitForSync(t.Context()) })
+		stop := runInformer(t, inf)
+		synctest.Wait()
+		if !inf.HasSynced() || reg.HasSynced() {
+			t.Fatalf("the informer has synced: %v, the handler: %v; want true and false", inf.HasSynced(), reg.HasSynced())
+		}
+		stopped := make(chan struct{})
+		go func() { stop(); close(stopped) }()
+		synctest.Wait() // Run waits for the handler's call
+		err, ok := returned(waiting)
+		if !ok || !errors.Is(err, ErrNotSynced) || !errors.Is(err, ErrStopped) {
+			t.Fatalf("the registration's WaitForSync returned %v (%v) once the informer stopped; want ErrStopped", ok, err)
+		}
+		if !strings.Contains(err.Error(), "+ event handler ") {
+			t.Fatalf("WaitForSync = %q; want it to name the handler", err)
+		}
+		release()
+		<-stopped
 	})
 }

@@ -94,7 +94,7 @@ func newListener(logger klog.Logger, h ResourceEventHandler, requested, effectiv
 		syncing: true,
 	}
 	l.onPanic = []func(context.Context, interface{}){l.logPanic}
-	l.sync.init(func() string { return upstream.name() + " + event handler " + name }, upstream.cause)
+	l.sync.init(func() string { return upstream.name() + " + event handler " + name }, upstream.cause, upstream.halted)
 	l.resync.init(requested, effective, now)
 	return l
 }
@@ -266,8 +266,11 @@ func (l *listener) HasSynced() bool { return l.sync.done() }
 // HasSyncedChecker is a DoneChecker for HasSynced.
 func (l *listener) HasSyncedChecker() DoneChecker { return &l.sync }
 
-// WaitForSync blocks until HasSynced (nil) or ctx ends; the error then
-// wraps ErrNotSynced, ctx's error and the informer's last list/watch error.
+// WaitForSync blocks until HasSynced (nil), ctx ends, or the informer
+// has stopped; the error then wraps ErrNotSynced, ctx's error (or
+// ErrStopped) and the informer's last list/watch error. A handler still
+// taking its initial adds when the informer stops never syncs (its
+// backlog is dropped), so that returns at once too.
 func (l *listener) WaitForSync(ctx context.Context) error { return l.sync.wait(ctx) }
 
 // ShutdownChan is closed once the handler will be called no more after

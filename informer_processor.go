@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -181,16 +180,19 @@ type syncTracker struct {
 	// name names what is waited for; cause says why it is not done yet
 	// (the Reflector's syncCause: its last list/watch error, a WatchList
 	// streaming), nil if nothing is known.
-	name     func() string
-	cause    func() error
+	name  func() string
+	cause func() error
+	// halted is closed when the informer has stopped: if not done by
+	// then, it never will be.
+	halted   <-chan struct{}
 	pending  atomic.Int64
 	upstream atomic.Bool
 	ch       chan struct{}
 	once     sync.Once
 }
 
-func (t *syncTracker) init(name func() string, cause func() error) {
-	t.name, t.cause, t.ch = name, cause, make(chan struct{})
+func (t *syncTracker) init(name func() string, cause func() error, halted <-chan struct{}) {
+	t.name, t.cause, t.halted, t.ch = name, cause, halted, make(chan struct{})
 }
 
 func (t *syncTracker) start() { t.pending.Add(1) }
@@ -231,22 +233,28 @@ func (t *syncTracker) Name() string {
 // Done is closed once synced.
 func (t *syncTracker) Done() <-chan struct{} { return t.ch }
 
-// wait blocks until synced (nil) or ctx ends: the error then names what
-// was waited for and wraps ErrNotSynced, ctx's error and the informer's
-// last list/watch error (set from the first failure on), so that
-// apierrors.IsForbidden(err) tells missing RBAC rights from a slow
-// server; it also says when a WatchList is streaming.
+// wait blocks until synced (nil), ctx ends, or the informer has stopped:
+// the error then names what was waited for and wraps ErrNotSynced, ctx's
+// error (or ErrStopped) and the informer's last list/watch error (set
+// from the first failure on), so that apierrors.IsForbidden(err) tells
+// missing RBAC rights from a slow server; it also says when a WatchList
+// is streaming.
 func (t *syncTracker) wait(ctx context.Context) error {
 	select {
 	case <-t.ch:
 		return nil
+	case <-t.halted:
 	case <-ctx.Done():
 	}
 	if t.done() {
 		return nil
 	}
-	if err := t.cause(); err != nil {
-		return fmt.Errorf("%w: %s (%w): %w", ErrNotSynced, t.name(), ctx.Err(), err)
+	// Stopped says more than an ended ctx, and for good.
+	why := ctx.Err()
+	select {
+	case <-t.halted:
+		why = ErrStopped
+	default:
 	}
-	return fmt.Errorf("%w: %s: %w", ErrNotSynced, t.name(), ctx.Err())
+	return notSyncedError(t.name(), why, t.cause())
 }

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	clientgofeatures "k8s.io/client-go/features"
@@ -23,6 +25,68 @@ type informerQueue struct {
 	*clientgocache.RealFIFO
 	// replacing is set while Replace runs (the Reflector's goroutine).
 	replacing atomic.Bool
+	// local marks the Replaces a merged reshard makes, for the applier
+	// (nil when the queue does not emit one ReplacedAll per Replace).
+	local *localReplaces
+}
+
+// ReplaceLocal is Replace for a merged reshard (see localReplacer): the
+// objects of list that the store holds as they are get no notification.
+func (q *informerQueue) ReplaceLocal(list []interface{}, resourceVersion string) error {
+	id := q.local.push(resourceVersion, len(list))
+	err := q.Replace(list, resourceVersion)
+	if err != nil {
+		q.local.drop(id)
+	}
+	return err
+}
+
+// localReplaces is the queue of a merged reshard's Replaces not yet
+// applied, each known by its resourceVersion and length (and a number):
+// the applier takes one off for each ReplacedAll that matches the first.
+type localReplaces struct {
+	mu      sync.Mutex
+	next    uint64
+	pending []localReplace
+}
+
+type localReplace struct {
+	id, n uint64
+	rv    string
+}
+
+func (l *localReplaces) push(rv string, n int) uint64 {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	l.pending = append(l.pending, localReplace{id: l.next, n: uint64(n), rv: rv})
+	return l.next
+}
+
+func (l *localReplaces) drop(id uint64) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = slices.DeleteFunc(l.pending, func(r localReplace) bool { return r.id == id })
+}
+
+// take says whether the ReplacedAll of info is a merged reshard's.
+func (l *localReplaces) take(info ReplacedAllInfo) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == 0 || l.pending[0].rv != info.ResourceVersion || l.pending[0].n != uint64(len(info.Objects)) {
+		return false
+	}
+	l.pending = l.pending[1:]
+	return true
 }
 
 // Replace is the RealFIFO's, with held objects left untransformed.
@@ -70,6 +134,7 @@ func newInformerQueue(logger klog.Logger, objType any, store clientgocache.Store
 		opts.Transformer = q.skipHeld(store, transform)
 	}
 	if gates.Enabled(clientgofeatures.AtomicFIFO) {
+		q.local = &localReplaces{}
 		opts.KeyFunction = batchKey
 		opts.AtomicEvents = true
 		opts.UnlockWhileProcessing = gates.Enabled(clientgofeatures.UnlockWhileProcessingFIFO)

@@ -15,9 +15,10 @@ var _ Resharder = &sharedIndexInformer{}
 
 // SetShard sets the informer's shard (see ReflectorOptions.Shard and
 // Reflector.SetShard). Before Run it makes the informer a sharded one; while
-// it runs it reshards: the Reflector relists with the new selector and
-// handlers see objects that left the shard deleted and objects that entered
-// it added. While running, an informer started unsharded fails with
+// it runs it reshards: the Reflector lists only the ranges the new shard
+// adds and merges them into the indexer (or relists, where it cannot
+// merge), and handlers see objects that left the shard deleted, objects
+// that entered it added, and no call for the objects that stay. While running, an informer started unsharded fails with
 // ErrNotSharded. The zero Shard fails with ErrInvalidShard.
 func (s *sharedIndexInformer) SetShard(sh Shard) error {
 	if sh.IsZero() {

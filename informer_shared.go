@@ -33,6 +33,7 @@ type sharedIndexInformer struct {
 
 	mu                sync.Mutex // guards what follows
 	started, stopped  bool
+	stoppedAt         time.Time
 	resyncCheckPeriod time.Duration
 	transform         clientgocache.TransformFunc
 	watchErrorHandler clientgocache.WatchErrorHandlerWithContext
@@ -41,6 +42,9 @@ type sharedIndexInformer struct {
 	reflectorOptions  *ReflectorOptions
 	// reflectorBuilt is closed once Run has built the Reflector.
 	reflectorBuilt chan struct{}
+	// halted is closed when stopped is set: the waits for a sync (the
+	// informer's and its registrations') return then.
+	halted chan struct{}
 	// replaced marks the last whole-state replacement of the indexer.
 	replaced replaceMark
 	// position is where the indexer stands in the stream of changes
@@ -90,9 +94,10 @@ func newSharedIndexInformer(lw clientgocache.ListerWatcher, obj runtime.Object, 
 		resyncCheckPeriod: options.ResyncPeriod,
 		limits:            HandlerLimits{}.withDefaults(),
 		reflectorBuilt:    make(chan struct{}),
+		halted:            make(chan struct{}),
 	}
 	name := fmt.Sprintf("SharedIndexInformer %T", obj)
-	s.sync.init(func() string { return name }, s.syncCause)
+	s.sync.init(func() string { return name }, s.syncCause, s.halted)
 	return s
 }
 
@@ -167,11 +172,13 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	ctrl.RunWithContext(ctx)
 }
 
-// markStopped records that Run is returning: no handler may join now.
+// markStopped records that Run is returning: no handler may join now, and
+// whatever has not synced yet never will (see syncTracker.wait).
 func (s *sharedIndexInformer) markStopped() {
 	s.mu.Lock()
-	s.stopped = true
+	s.stopped, s.stoppedAt = true, time.Now()
 	s.mu.Unlock()
+	close(s.halted)
 }
 
 // logUnsynced logs, when the informer stops before its first sync, the
@@ -207,7 +214,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	}
 	logger := klog.FromContext(ctx)
 	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
-	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position}
+	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position, local: q.local}
 	s.ctrl = New(&Config{
 		Queue:             q,
 		ListerWatcher:     s.lw,
@@ -311,9 +318,10 @@ func (s *sharedIndexInformer) HasSynced() bool { return s.sync.done() }
 // Name carries the Reflector's last error, which client-go's WaitFor logs.
 func (s *sharedIndexInformer) HasSyncedChecker() DoneChecker { return &s.sync }
 
-// WaitForSync blocks until HasSynced (nil) or ctx ends; the error then
-// wraps ErrNotSynced, ctx's error and the Reflector's last error, and says
-// when a WatchList is streaming (see Reflector.WaitForSync).
+// WaitForSync blocks until HasSynced (nil), ctx ends, or the informer has
+// stopped (Run returned); the error then wraps ErrNotSynced, ctx's error
+// (or ErrStopped) and the Reflector's last error, and says when a
+// WatchList is streaming (see Reflector.WaitForSync).
 func (s *sharedIndexInformer) WaitForSync(ctx context.Context) error { return s.sync.wait(ctx) }
 
 // LastSyncResourceVersion is the Reflector's; "" before Run.

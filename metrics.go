@@ -64,6 +64,7 @@ const (
 	MetricLastEventTimestamp    = "reflector_last_event_timestamp_seconds"
 	MetricLastBookmarkTimestamp = "reflector_last_bookmark_timestamp_seconds"
 	MetricShardDropped          = "reflector_shard_dropped_total"
+	MetricReshards              = "reflector_reshards_total"
 )
 
 // MetricKind says whether a metric is a counter or a gauge.
@@ -102,6 +103,14 @@ var MetricDescs = []MetricDesc{
 	{Name: MetricLastEventTimestamp, Kind: Gauge, Help: "Unix time of the last watch event."},
 	{Name: MetricLastBookmarkTimestamp, Kind: Gauge, Help: "Unix time of the last bookmark."},
 	{Name: MetricShardDropped, Kind: Counter, Help: "Objects left out of the store as outside the reflector's shard (filtering locally)."},
+	{Name: MetricReshards, Kind: Counter, Help: "Shard changes synced, by outcome: merged (only the added ranges listed) or why the whole shard was listed again.", Label: "outcome", LabelValues: reshardOutcomes()},
+}
+
+// ReshardMerged is the outcome label of a reshard merged into the store.
+const ReshardMerged = "merged"
+
+func reshardOutcomes() []string {
+	return append([]string{ReshardMerged}, causeNames(ReshardFallbacks)...)
 }
 
 func causeNames[S ~string](causes []S) []string {

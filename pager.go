@@ -66,7 +66,7 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, err
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		page, err := p.lister.ListWithContext(ctx, *opts)
+		page, err := p.fetch(ctx, opts)
 		if err != nil {
 			if opts.Continue == "" {
 				return out, err
@@ -95,6 +95,17 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, err
 	}
 }
 
+// fetch makes one LIST call with opts. A ListerWatcher that answers with
+// neither a list (nil, or a nil pointer) nor an error has failed: the call
+// returns errNilList, which fails the LIST like any other error.
+func (p *pager) fetch(ctx context.Context, opts *metav1.ListOptions) (runtime.Object, error) {
+	page, err := p.lister.ListWithContext(ctx, *opts)
+	if err == nil && isNilObject(page) {
+		return nil, errNilList
+	}
+	return page, err
+}
+
 // pageFailed says what follows a continued page that failed with err:
 // stepRetryPage once the retry's wait is over, stepListWhole after an
 // expired continue token, anything else to fail the LIST.
@@ -110,7 +121,7 @@ func (p *pager) pageFailed(ctx context.Context, err error) step {
 // with opts, the gathering started over, keeping only what partial says of
 // the pages so far.
 func (p *pager) listUnpaged(ctx context.Context, opts *metav1.ListOptions, partial listed) (listed, error) {
-	page, err := p.lister.ListWithContext(ctx, *opts)
+	page, err := p.fetch(ctx, opts)
 	out := listed{paged: partial.paged, pageRetries: partial.pageRetries}
 	if err != nil {
 		return out, err

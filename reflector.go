@@ -103,6 +103,13 @@ type Reflector struct {
 	watchListing watchListProgress
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
+	// storeShard is the shard whose objects the store holds (the zero
+	// Shard before the first sync); pendingReshard says the shard changed
+	// since, so the next cycle tries to merge (see reshard_merge.go);
+	// heldList lists what the store holds (nil: it cannot say).
+	storeShard     Shard
+	pendingReshard bool
+	heldList       func() []interface{}
 	// paceInternalErrors: the Reflector runs with its default backoff and
 	// clock, so a watch that ends with an internal error before it
 	// delivered anything is re-opened after a backoff delay. With a backoff
@@ -180,6 +187,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		stallWindow:       o.StallWindow,
 		pageRetries:       o.ListPageRetries,
 		shards:            newShardControl(o.Shard, o.ShardFilterLocally),
+		heldList:          listerOf(store),
 		// Decided on the options as given, before defaults fill them in.
 		paceInternalErrors: options.Backoff == nil && options.Clock == nil,
 	}
@@ -233,7 +241,8 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 // it exits (stopping any watch it returns) as soon as the call does. A
 // ListerWatcher call that panics makes RunWithContext (and ListAndWatch)
 // panic with a *ListerWatcherPanic holding the value and the stack of
-// the call, which shows the frame that panicked.
+// the call, which shows the frame that panicked; one that returns nil and
+// no error has failed, with an error wrapping ErrNilResult.
 func (r *Reflector) RunWithContext(ctx context.Context) {
 	logger := r.loggerFor(ctx)
 	logger.V(3).Info("Starting reflector", "type", r.typeDescription, "resyncPeriod", r.resyncPeriod, "reflector", r.name)
@@ -260,7 +269,7 @@ func (r *Reflector) runOnce(ctx context.Context) bool {
 	}
 	slept := r.sleep(ictx, r.delayFor(retryAfter))
 	if r.shards.end() && ctx.Err() == nil {
-		r.listCause = ListReshard
+		r.listCause, r.pendingReshard = ListReshard, true
 		return true
 	}
 	return slept

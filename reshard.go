@@ -26,15 +26,25 @@ var _ Resharder = &Reflector{}
 // SetShard changes the shard of a Reflector created with
 // ReflectorOptions.Shard. Safe from any goroutine, before or while it
 // runs. A running Reflector ends its cycle at once (the watch, a LIST in
-// flight, or a backoff wait) and syncs again with the new selector, a LIST
-// counted as ListReshard; the store's Replace then turns the difference into
-// changes: objects that left the shard are deleted, objects that entered it
-// added, and the others replaced by their current state. Until that Replace
-// the store keeps what the old shard held, so a replica never owns less than
-// the smaller of its old and new shard. To hand ranges over between replicas
-// with an owner for every object at every instant, give each replica the
-// union of its old and new shard (Shard.Union), wait until every replica has
-// synced, then give each its new shard.
+// flight, or a backoff wait) and syncs the new shard by merging it into
+// the store: the objects outside it are dropped with no API call, only the
+// ranges it adds are listed (a LIST counted as ListReshardAdded, at the
+// resume position, so kube-apiserver answers it from its watch cache), the
+// store is Replaced with what it kept and what was listed, and the watch
+// resumes, with the new selector, from where it was; events of the added
+// ranges at or below the LIST's resourceVersion, which the LIST already
+// covered, are dropped. An informer's handlers see objects that left
+// deleted and objects that entered added, and nothing for the objects it
+// keeps. Where a merge is not sound (no sync yet, a server that ignores
+// shard selectors, a resume position that is not an integer or is no
+// longer served, a store that cannot list what it holds, a failed LIST)
+// it lists the whole new shard instead (ListReshard) and counts why
+// (Stats.ReshardFallbacks, the reflector_reshards_total metric). Until the
+// Replace the store keeps what the old shard held, so a replica never owns
+// less than the smaller of its old and new shard. To hand ranges over
+// between replicas with an owner for every object at every instant, give
+// each replica the union of its old and new shard (Shard.Union), wait
+// until every replica has synced, then give each its new shard.
 //
 // It fails, changing nothing, for the zero Shard (ErrInvalidShard) or a
 // Reflector created unsharded (ErrNotSharded). Setting the shard it has is a

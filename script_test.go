@@ -29,7 +29,8 @@ type listReply struct {
 // watchReply is what it answers to one WATCH, after delay and block (as a
 // listReply's): an error, a watch that delivers events and then closes
 // (after closeAfter), ends with an error event, or stays open forever
-// (hang), or w, a watch the test drives.
+// (hang), or w, a watch the test drives; with none, neither a watch nor
+// an error (a broken ListerWatcher's answer).
 type watchReply struct {
 	delay      time.Duration
 	block      <-chan struct{}
@@ -38,6 +39,7 @@ type watchReply struct {
 	closeAfter time.Duration
 	hang       bool
 	w          watch.Interface
+	none       bool
 }
 
 // scriptLW is the tests' one scripted ListerWatcher. It answers LIST and
@@ -230,7 +232,7 @@ func (s *scriptLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (
 	if err := holdReply(ctx, r.block, r.delay); err != nil {
 		return nil, err
 	}
-	if r.err != nil || r.w != nil {
+	if r.err != nil || r.w != nil || r.none {
 		return r.w, r.err
 	}
 	return s.serve(r), nil

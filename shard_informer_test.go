@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -54,6 +55,9 @@ func (l *changeLog) take() []string {
 // nothing new: the update with the same resourceVersion on both sides
 // that every relist brings, as in client-go. The informer was made sharded
 // by the one-line constructor.
+// A reshard is merged into the store: only the range the new shard adds
+// is listed, the object that left is deleted with no call, the one that
+// stays gets no event, and the watch resumes from where it was.
 func TestInformerReshard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		old := mustShard(t, 0, 2) // the first half
@@ -64,7 +68,7 @@ func TestInformerReshard(t *testing.T) {
 		enters := shardedCM(t, q2, "enters", "4", true)
 		lw := newScript([]listReply{
 			{list: echoed(cmList("5", "", stays, leaves), old)},
-			{list: echoed(cmList("6", "", stays, enters), next)},
+			{list: echoed(cmList("6", "", enters), q2)},
 		}, []watchReply{{hang: true}, {hang: true}})
 		inf := NewSharedIndexInformerWith(ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false)})(lw, &corev1.ConfigMap{}, 0, Indexers{})
 		log := &changeLog{}
@@ -88,13 +92,29 @@ func TestInformerReshard(t *testing.T) {
 			t.Fatalf("WaitForShard returned with the indexer at %q", keys)
 		}
 		synctest.Wait()
-		if got, want := log.take(), []string{"add enters", "delete leaves", "update stays@2->2"}; !slices.Equal(got, want) {
+		if got, want := log.take(), []string{"add enters", "delete leaves"}; !slices.Equal(got, want) {
 			t.Fatalf("after the reshard: %q, want %q", got, want)
 		}
 		keys := inf.GetStore().ListKeys()
 		slices.Sort(keys)
 		if want := []string{"ns/enters", "ns/stays"}; !slices.Equal(keys, want) {
 			t.Fatalf("store %q, want %q", keys, want)
+		}
+		lw.mu.Lock()
+		calls := slices.Clone(lw.calls)
+		lw.mu.Unlock()
+		want := []string{`LIST rv="0" limit=500 shard=` + old.String(), `WATCH rv="5"`, `LIST rv="5" shard=` + q2.String(), `WATCH rv="5"`}
+		if len(calls) != len(want) {
+			t.Fatalf("calls %q, want %q…", calls, want)
+		}
+		for i, c := range calls {
+			if !strings.HasPrefix(c, want[i]) || strings.HasPrefix(c, "WATCH") && i == 3 && !strings.HasSuffix(c, "shard="+next.String()) {
+				t.Fatalf("call %d: %q, want %q… (calls %q)", i, c, want[i], calls)
+			}
+		}
+		st := inf.(InformerHealthReporter).Stats().Reflector
+		if st.ReshardsMerged != 1 || st.Lists[ListReshardAdded] != 1 || st.Lists[ListReshard] != 0 {
+			t.Fatalf("stats: merged %d, lists %v", st.ReshardsMerged, st.Lists)
 		}
 	})
 }

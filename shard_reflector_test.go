@@ -254,42 +254,53 @@ func TestShardIgnoredWatchListIsRefused(t *testing.T) {
 	})
 }
 
-// SetShard on a running Reflector relists with the new selector at once
-// (even from a backoff wait) and Replaces the store with the new shard.
-func TestSetShardRelists(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
-		a, b := shardedCM(t, s0, "a", "2", true), shardedCM(t, s1, "b", "3", true)
-		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
-		store := cachetest.NewRecordingStore(nil)
-		r := newShardedReflector(lw, store, s0, false)
-		ctx, _ := startReflector(t, r)
-		if err := r.WaitForShard(ctx, s0); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if err := r.SetShard(s1); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WaitForShard(ctx, s1); err != nil {
-			t.Fatal(err)
-		}
-		if got := store.CallStrings(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
-			t.Fatalf("WaitForShard returned before the new shard was Replaced: %q", got)
-		}
-		<-lw.drained
-		synctest.Wait()
-		calls := lw.recorded()
-		if len(calls) < 3 || !strings.HasPrefix(calls[2], "LIST") || !strings.HasSuffix(calls[2], "shard="+s1.String()) {
-			t.Fatalf("calls %q, want a LIST with the new selector third", calls)
-		}
-		if got := store.CallStrings(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
-			t.Fatalf("store calls %q, want the new shard Replaced", got)
-		}
-		if !r.Shard().Equal(s1) || r.Stats().Lists[ListReshard] != 1 {
-			t.Fatalf("shard %s, reshard LISTs %d", r.Shard(), r.Stats().Lists[ListReshard])
-		}
-	})
+// SetShard on a running Reflector syncs the new shard at once (even from
+// a backoff wait): merged, it lists only the ranges the new shard adds, at
+// the resume position, and Replaces the store with what it keeps and what
+// it listed; filtering locally, it lists the whole shard again and counts
+// why.
+func TestSetShardMergesOrRelists(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { setShardOnce(t, local) })
+		})
+	}
+}
+
+func setShardOnce(t *testing.T, local bool) {
+	s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
+	a, b := shardedCM(t, s0, "a", "2", true), shardedCM(t, s1, "b", "3", true)
+	lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("6", "", b), s1)}}, []watchReply{{hang: true}})
+	store := cachetest.NewRecordingStore(nil)
+	r := newShardedReflector(lw, store, s0, local)
+	ctx, _ := startReflector(t, r)
+	if err := r.WaitForShard(ctx, s0); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	if err := r.SetShard(s1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitForShard(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.CallStrings(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
+		t.Fatalf("WaitForShard returned before the new shard was Replaced: %q", got)
+	}
+	<-lw.drained
+	synctest.Wait()
+	calls := lw.recorded()
+	if len(calls) < 3 || !strings.HasPrefix(calls[2], `LIST rv="5" `) || !strings.HasSuffix(calls[2], "shard="+s1.String()) {
+		t.Fatalf("calls %q, want a LIST at 5 with the new selector third", calls)
+	}
+	st := r.Stats()
+	merged, relists := uint64(1), uint64(0)
+	if local {
+		merged, relists = 0, 1
+	}
+	if !r.Shard().Equal(s1) || st.ReshardsMerged != merged || st.Lists[ListReshard] != relists || st.Lists[ListReshardAdded] != merged || st.ReshardFallbacks[FallbackFilteringLocally] != relists {
+		t.Fatalf("shard %s, merged %d, LISTs %v, fallbacks %v", r.Shard(), st.ReshardsMerged, st.Lists, st.ReshardFallbacks)
+	}
 }
 
 func TestSetShardErrors(t *testing.T) {
@@ -382,4 +393,60 @@ func TestShardInfoOfUnstructured(t *testing.T) {
 	if info := shardInfoOf(u, m); info != nil {
 		t.Fatalf("shardInfoOf = %+v, want nil", info)
 	}
+}
+
+// After a merged reshard the watch resumes from where it was, with the
+// new selector: events of the added ranges at or below the LIST's
+// resourceVersion are older than what it gave and are dropped, events of
+// the kept ranges are applied, and the first event past the LIST ends the
+// catch-up.
+func TestMergedReshardDropsWhatItsListCovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
+		whole, _ := s0.Union(s1)
+		a := shardedCM(t, s0, "a", "2", true)
+		b := shardedCM(t, s1, "b", "7", true)
+		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("8", "", b), s1)}}, nil)
+		store := cachetest.NewRecordingStore(nil)
+		r := newShardedReflector(lw, store, s0, false)
+		ctx, _ := startReflector(t, r)
+		if err := r.WaitForShard(ctx, s0); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := r.SetShard(whole); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WaitForShard(ctx, whole); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		w := lw.current(t)
+		at := func(c *corev1.ConfigMap, rv string) *corev1.ConfigMap {
+			c = c.DeepCopy()
+			c.ResourceVersion = rv
+			return c
+		}
+		w.Modify(at(b, "6"))                                // older than the listed b@7
+		w.Add(shardedCM(t, s1, "c", "7", true))             // covered by the LIST at 8
+		w.Modify(at(a, "7"))                                // a kept range: applied
+		w.Delete(at(b, "8"))                                // at the LIST's version: covered
+		w.Modify(at(shardedCM(t, s1, "d", "9", true), "9")) // past the LIST: applied
+		w.Modify(at(b, "10"))                               // applied
+		synctest.Wait()
+		got := store.CallStrings()
+		want := []string{"Replace rv=5 [ns/a@2]", "Replace rv=8 [ns/a@2 ns/b@7]", "Update ns/a@7", "Update ns/d@9", "Update ns/b@10"}
+		var calls []string
+		for _, c := range got {
+			if !strings.HasPrefix(c, "UpdateResourceVersion") {
+				calls = append(calls, c)
+			}
+		}
+		if !slices.Equal(calls, want) {
+			t.Fatalf("store calls %q, want %q", calls, want)
+		}
+		if watches := lw.recorded(); !strings.HasPrefix(watches[len(watches)-1], `WATCH rv="5"`) {
+			t.Fatalf("the watch did not resume from 5: %q", watches)
+		}
+	})
 }

@@ -37,6 +37,12 @@ type Stats struct {
 	// resourceVersion, instead of the new copy (see
 	// ReflectorOptions.ReuseHeldObjects).
 	ItemsReused uint64
+	// ReshardsMerged counts shard changes synced by merging: objects
+	// outside the new shard dropped from the store, only the added ranges
+	// listed (see Reflector.SetShard). ReshardFallbacks counts, by
+	// reason, those synced by listing the whole shard again.
+	ReshardsMerged   uint64
+	ReshardFallbacks map[ReshardFallback]uint64
 	// LastListItems and LastListDuration describe the last successful sync.
 	LastListItems    int
 	LastListDuration time.Duration
@@ -67,6 +73,7 @@ type statsRecorder struct {
 	// events get 64.
 	s                 Stats
 	lists, watchLists [numListCauses]uint32
+	fallbacks         [numReshardFallbacks]uint32
 	watchEnds         [numWatchEndCauses]uint32
 	events            [numEventTypes]uint64
 	// started is when the first ListAndWatch began; zero before.
@@ -77,9 +84,10 @@ type statsRecorder struct {
 
 // The sizes of the fixed sets (a test checks them against the sets).
 const (
-	numListCauses     = 10
-	numWatchEndCauses = 10
-	numEventTypes     = 6
+	numListCauses       = 11
+	numWatchEndCauses   = 10
+	numEventTypes       = 6
+	numReshardFallbacks = 6
 )
 
 // count adds one to the count of k, a value of set, in counts.
@@ -104,6 +112,7 @@ func (r *statsRecorder) snapshot() Stats {
 	out.WatchLists = countsByValue(r.watchLists[:], ListCauses)
 	out.WatchEnds = countsByValue(r.watchEnds[:], WatchEndCauses)
 	out.Events = countsByValue(r.events[:], EventTypes)
+	out.ReshardFallbacks = countsByValue(r.fallbacks[:], ReshardFallbacks)
 	if !out.LastEvent.IsZero() {
 		out.SinceLastEvent = now.Sub(out.LastEvent)
 	}
@@ -121,6 +130,22 @@ func (r *statsRecorder) begin(now time.Time) {
 		r.started = now
 	}
 	r.mu.Unlock()
+}
+
+// resharded counts a shard change merged into the store.
+func (r *statsRecorder) resharded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.ReshardsMerged++
+	r.m.counter(MetricReshards, ReshardMerged).Add(1)
+}
+
+// reshardFellBack counts a shard change synced by a whole LIST, and why.
+func (r *statsRecorder) reshardFellBack(why ReshardFallback) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	count(r.fallbacks[:], ReshardFallbacks, why)
+	r.m.counter(MetricReshards, string(why)).Add(1)
 }
 
 // watchListed counts a WatchList attempt made for cause.

@@ -252,6 +252,9 @@ func (nilProvider) Gauge(string) GaugeMetric                    { return nil }
 func (nilProvider) Delete()                                     {}
 
 func TestFixedSetsFitTheTallies(t *testing.T) {
+	if len(ReshardFallbacks) != numReshardFallbacks {
+		t.Fatalf("numReshardFallbacks is %d, the set has %d", numReshardFallbacks, len(ReshardFallbacks))
+	}
 	if len(ListCauses) != numListCauses || len(WatchEndCauses) != numWatchEndCauses || len(EventTypes) != numEventTypes {
 		t.Fatalf("the size constants (%d, %d, %d) do not match the sets (%d, %d, %d)",
 			numListCauses, numWatchEndCauses, numEventTypes, len(ListCauses), len(WatchEndCauses), len(EventTypes))

@@ -247,6 +247,9 @@ func (s *streamer) apply(ev watch.Event) error {
 			return err
 		}
 	}
+	if s.c.catchUp != nil && s.c.caughtUp(ev, obj) {
+		return nil
+	}
 	// Read before the store has the object: from then on a handler may
 	// change it, and a read after would race with the handler.
 	var rv string

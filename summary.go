@@ -9,10 +9,11 @@ import (
 // String is a one-line summary of h: the state, the reason in
 // parentheses when Degraded, since when (RFC 3339 in UTC, to the
 // millisecond; left out when Since is zero), whether the store was ever
-// filled when that is not what the state says, and the last error, if
-// any. For example:
+// filled when that is not what the state says (Degraded, Stopped), and
+// the last error, if any. For example:
 //
 //	Degraded(ListFailing) since 2026-01-02T15:04:05.000Z, never synced: last error: failed to list *v1.Pod: boom
+//	Stopped since 2026-01-02T15:05:00.000Z, never synced: last error: pods is forbidden
 func (h Health) String() string {
 	var b strings.Builder
 	b.WriteString(h.State.String())
@@ -23,9 +24,10 @@ func (h Health) String() string {
 		b.WriteString(" since " + h.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	}
 	switch {
-	case h.State == Degraded && h.HasSynced:
+	case h.State != Degraded && h.State != Stopped:
+	case h.HasSynced:
 		b.WriteString(", has synced")
-	case h.State == Degraded:
+	default:
 		b.WriteString(", never synced")
 	}
 	if h.LastError != nil {
@@ -58,4 +60,45 @@ func sum[K comparable](m map[K]uint64) uint64 {
 		n += v
 	}
 	return n
+}
+
+// String is a one-line summary of h: whether it is healthy, the
+// Reflector's health (see Health.String), and each handler outside its
+// limits, by name, with what is wrong. For example:
+//
+//	unhealthy: reflector Synced since 2026-01-02T15:04:05.000Z; handler "example.com/ctrl.Handler" Stuck (busy for 1m5s, 12 waiting)
+func (h InformerHealth) String() string {
+	var b strings.Builder
+	if h.Healthy {
+		b.WriteString("healthy")
+	} else {
+		b.WriteString("unhealthy")
+	}
+	b.WriteString(": reflector " + h.Reflector.String())
+	for _, p := range h.Handlers {
+		fmt.Fprintf(&b, "; handler %q %s (", p.Name, p.Reason)
+		if p.BusyFor > 0 {
+			fmt.Fprintf(&b, "busy for %v, ", p.BusyFor.Round(time.Millisecond))
+		}
+		fmt.Fprintf(&b, "%d waiting)", p.Backlog)
+	}
+	return b.String()
+}
+
+// String is a one-line summary of s: the Reflector's figures (see
+// Stats.String), then each handler's, by name: calls made, notifications
+// waiting and the most that ever waited, time spent in calls and the
+// slowest, how long the call in progress has run, and whether it has
+// synced. For example:
+//
+//	reflector lists=1 watchLists=0 watches=1 watchEnds=0 events=3 dropped=0 listed=50 lastList=50 rv="1234" lastEvent=2s ago; handler "example.com/ctrl.Handler" delivered=53 backlog=0 maxBacklog=50 processing=120ms slowest=15ms busy=0s synced=true
+func (s InformerStats) String() string {
+	var b strings.Builder
+	b.WriteString("reflector " + s.Reflector.String())
+	for _, h := range s.Handlers {
+		fmt.Fprintf(&b, "; handler %q delivered=%d backlog=%d maxBacklog=%d processing=%v slowest=%v busy=%v synced=%t",
+			h.Name, h.Delivered, h.Backlog, h.MaxBacklog, h.ProcessingTime.Round(time.Millisecond),
+			h.SlowestCall.Round(time.Millisecond), h.BusyFor.Round(time.Millisecond), h.Synced)
+	}
+	return b.String()
 }

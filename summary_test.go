@@ -25,6 +25,10 @@ func TestHealthString(t *testing.T) {
 			"Degraded(Stalled) since 2026-01-02T15:04:05.678Z, has synced"},
 		{Health{State: Syncing, LastError: errors.New("refused"), Since: at},
 			"Syncing since 2026-01-02T15:04:05.678Z: last error: refused"},
+		{Health{State: Stopped, LastError: errors.New("forbidden"), Since: at},
+			"Stopped since 2026-01-02T15:04:05.678Z, never synced: last error: forbidden"},
+		{Health{State: Stopped, Since: at, HasSynced: true},
+			"Stopped since 2026-01-02T15:04:05.678Z, has synced"},
 	}
 	for _, c := range cases {
 		if got := c.h.String(); got != c.want {
@@ -53,6 +57,41 @@ func TestStatsString(t *testing.T) {
 	want := `lists=3 watchLists=1 watches=4 watchEnds=3 events=123 dropped=3 listed=150 lastList=50 rv="1234" lastEvent=1.5s ago`
 	if got := fmtV(s); got != want {
 		t.Errorf("%%v = %q, want %q", got, want)
+	}
+}
+
+// An informer's health and figures print as one line too: the
+// Reflector's, then each handler's, by name.
+func TestInformerHealthAndStatsString(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	synced := Health{State: Synced, Since: at, HasSynced: true}
+	healthCases := []struct {
+		h    InformerHealth
+		want string
+	}{
+		{InformerHealth{Reflector: synced, Healthy: true}, "healthy: reflector Synced since 2026-01-02T15:04:05.000Z"},
+		{InformerHealth{}, "unhealthy: reflector Syncing"},
+		{InformerHealth{Reflector: synced, Handlers: []HandlerProblem{
+			{Name: "a.Slow", Reason: HandlerBacklog, Backlog: 2000},
+			{Name: "b.Stuck", Reason: HandlerStuck, Backlog: 3, BusyFor: 65*time.Second + 1234*time.Microsecond},
+		}}, `unhealthy: reflector Synced since 2026-01-02T15:04:05.000Z; handler "a.Slow" Backlog (2000 waiting); handler "b.Stuck" Stuck (busy for 1m5.001s, 3 waiting)`},
+	}
+	for _, c := range healthCases {
+		if got := fmtV(c.h); got != c.want {
+			t.Errorf("%%v = %q, want %q", got, c.want)
+		}
+	}
+	s := InformerStats{Handlers: []HandlerStats{{
+		Name: "a.H", Delivered: 53, Backlog: 1, MaxBacklog: 50, ProcessingTime: 120 * time.Millisecond,
+		SlowestCall: 15 * time.Millisecond, BusyFor: 2 * time.Second, Synced: true,
+	}}}
+	want := `reflector lists=0 watchLists=0 watches=0 watchEnds=0 events=0 dropped=0 listed=0 lastList=0 rv="" lastEvent=never; ` +
+		`handler "a.H" delivered=53 backlog=1 maxBacklog=50 processing=120ms slowest=15ms busy=2s synced=true`
+	if got := fmtV(s); got != want {
+		t.Errorf("%%v = %q, want %q", got, want)
+	}
+	if got, want := fmtV(InformerStats{}), `reflector lists=0 watchLists=0 watches=0 watchEnds=0 events=0 dropped=0 listed=0 lastList=0 rv="" lastEvent=never`; got != want {
+		t.Errorf("%%v of the zero InformerStats = %q, want %q", got, want)
 	}
 }
 

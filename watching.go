@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // watching is a cycle's watch, from its request until it ends: the watch
@@ -101,10 +103,17 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 }
 
 // startWatch opens a watch in its own goroutine, running due resyncs while
-// it waits. ok is false when ctx ended (or a resync failed) first.
+// it waits. ok is false when ctx ended (or a resync failed) first. A
+// ListerWatcher that answers with neither a watch (nil, or a nil pointer)
+// nor an error has failed to open one: err is errNilWatch, classified as
+// any other error opening a watch or a WatchList.
 func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
 	call := startCall(func() (watch.Interface, error) {
-		return c.r.lw.WatchWithContext(ctx, opts)
+		w, err := c.r.lw.WatchWithContext(ctx, opts)
+		if err == nil && repr.IsNil(w) {
+			return nil, errNilWatch
+		}
+		return w, err
 	}, func(w watch.Interface) { w.Stop() })
 	o, _, why := await(ctx, &c.r.live, c, call.done)
 	if why != wakeValue {

@@ -31,9 +31,10 @@ type TweakListOptionsFunc = clientgodynamicinformer.TweakListOptionsFunc
 type DynamicSharedInformerFactory interface {
 	clientgodynamicinformer.DynamicSharedInformerFactory
 	// WaitForSync blocks until every informer requested so far has synced
-	// (nil) or ctx ends; its error then names each GVR not synced, with
-	// its informer's WaitForSync error (the last list/watch error) or
-	// that it was requested after the last Start.
+	// (nil), or ctx ends or each one not synced has stopped; its error
+	// then names each GVR not synced, with its informer's WaitForSync
+	// error (the last list/watch error; cache.ErrStopped if it stopped)
+	// or that it was requested after the last Start.
 	WaitForSync(ctx context.Context) error
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
@@ -149,4 +151,39 @@ func TestWaitForSyncNamesUnstarted(t *testing.T) {
 	if !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), widgets.String()) {
 		t.Fatalf("WaitForSync with an unstarted informer: %v", err)
 	}
+}
+
+// Once the factory's informers have stopped, WaitForSync does not wait
+// for its context: it returns, naming the GVR that stopped unsynced
+// (ErrStopped, with why it had not synced), and the informer's Health
+// says Stopped.
+func TestWaitForSyncReturnsOnceStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgets: "WidgetList"})
+		c.PrependReactor("list", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("no"))
+		})
+		f := dynamicinformer.NewDynamicSharedInformerFactory(c, 0)
+		inf := f.ForResource(widgets).Informer()
+		stop := make(chan struct{})
+		f.Start(stop)
+		waiting := make(chan error, 1)
+		go func() { waiting <- f.WaitForSync(t.Context()) }()
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		close(stop)
+		f.Shutdown()
+		synctest.Wait()
+		select {
+		case err := <-waiting:
+			if !errors.Is(err, cache.ErrNotSynced) || !errors.Is(err, cache.ErrStopped) || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), widgets.String()) {
+				t.Fatalf("WaitForSync = %v; want the widgets named, stopped and forbidden", err)
+			}
+		default:
+			t.Fatal("WaitForSync still waits after Shutdown")
+		}
+		if h := inf.(cache.InformerHealthReporter).Health(); h.Reflector.State != cache.Stopped || h.Reflector.HasSynced {
+			t.Fatalf("health after Shutdown: %v; want Stopped, never synced", h.Reflector)
+		}
+	})
 }

@@ -23,9 +23,12 @@ import (
 type SharedInformerFactory interface {
 	clientgoinformers.SharedInformerFactory
 	// WaitForSync blocks until every informer requested so far has synced
-	// (nil) or ctx ends. Its error then names each informer not synced,
-	// by object type, with why: an informer requested but not started
-	// since, or its own WaitForSync error (the last list/watch error).
+	// (nil), or ctx ends or each one not synced has stopped. Its error
+	// then names each informer not synced, by object type, with why: an
+	// informer requested but not started since, or its own WaitForSync
+	// error (the last list/watch error; cache.ErrStopped if it stopped).
+	// An informer that is not this module's is waited for until it syncs
+	// or ctx ends.
 	WaitForSync(ctx context.Context) error
 	// Health returns each started informer's health, by object type, for
 	// the informers that are this module's (not those a custom

@@ -42,6 +42,9 @@ func TestInformerReportsHealthAndWaitsForTheRing(t *testing.T) {
 		if !errors.Is(err, ErrNotFormed) || !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), "has not read the ring yet") {
 			t.Fatalf("WaitForSync on a ring that never ran = %v; want ErrNotFormed and ErrNotSynced, naming the ring's status", err)
 		}
+		if strings.Contains(err.Error(), "(of 0)") {
+			t.Fatalf("WaitForSync on a ring that never ran = %v; the bucket count is not known before the first read", err)
+		}
 
 		rp := g.join("a")
 		g.waitFormed(30 * time.Second)

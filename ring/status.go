@@ -80,7 +80,10 @@ func (s Status) settled() bool {
 // formed, why.
 func (s Status) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ring member %s: %d members, handling %d of %d planned buckets (of %d)", s.Lease, s.Members, s.Handling, s.Planned, s.Buckets)
+	fmt.Fprintf(&b, "ring member %s: %d members, handling %d of %d planned buckets", s.Lease, s.Members, s.Handling, s.Planned)
+	if s.Buckets > 0 { // known from the first read on
+		fmt.Fprintf(&b, " (of %d)", s.Buckets)
+	}
 	switch {
 	case s.Left:
 		b.WriteString("; left the ring")

@@ -249,3 +249,40 @@ func (s Shard) ContainsHash(h uint64) bool {
 	}
 	return false
 }
+
+// Minus returns the part of s that o does not own: the zero Shard if
+// none is left. Both must hash the same key (o may be the zero Shard), or
+// the error wraps ErrInvalid. A reshard from o to s fetches only Minus's
+// ranges (see the root package's SetShard).
+func (s Shard) Minus(o Shard) (Shard, error) {
+	if !o.IsZero() && s.key != o.key {
+		return Shard{}, fmt.Errorf("%w: mixed keys %q and %q: a shard hashes one key", ErrInvalid, s.key, o.key)
+	}
+	var out []hashRange
+	for _, r := range s.ranges {
+		out = append(out, subtract(r, o.ranges)...)
+	}
+	if len(out) == 0 {
+		return Shard{}, nil
+	}
+	return Shard{key: s.key, ranges: out}, nil
+}
+
+// subtract returns the parts of r outside every range of os (sorted,
+// disjoint), in order.
+func subtract(r hashRange, os []hashRange) []hashRange {
+	var out []hashRange
+	for _, o := range os {
+		if o.last < r.first || o.first > r.last {
+			continue
+		}
+		if o.first > r.first {
+			out = append(out, hashRange{first: r.first, last: o.first - 1})
+		}
+		if o.last == ^uint64(0) || o.last >= r.last {
+			return out
+		}
+		r.first = o.last + 1
+	}
+	return append(out, r)
+}

@@ -218,3 +218,47 @@ func TestKeyHashIsFNV1a(t *testing.T) {
 		}
 	}
 }
+
+// Minus leaves what the other shard does not own: hash by hash, s minus o
+// contains h exactly when s does and o does not.
+func TestShardMinusIsSetDifference(t *testing.T) {
+	whole := mustShard(t, 0, 1)
+	if d, err := whole.Minus(whole); err != nil || !d.IsZero() {
+		t.Fatalf("whole − whole = %v, %v; want the zero Shard", d, err)
+	}
+	if d, err := whole.Minus(Shard{}); err != nil || !d.Equal(whole) {
+		t.Fatalf("whole − zero = %v, %v; want whole", d, err)
+	}
+	cases := [][2]Shard{
+		{mustShard(t, 1, 3), mustShard(t, 1, 4)},
+		{mustShard(t, 1, 4), mustShard(t, 1, 3)},
+		{whole, mustShard(t, 2, 5)},
+		{mustShard(t, 4, 5), whole},
+	}
+	u, _ := mustShard(t, 0, 7).Union(mustShard(t, 3, 7))
+	cases = append(cases, [2]Shard{whole, u}, [2]Shard{u, mustShard(t, 3, 7)})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range cases {
+		d, err := c[0].Minus(c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		probes := []uint64{0, ^uint64(0)}
+		for _, r := range append(c[0].ranges, c[1].ranges...) {
+			probes = append(probes, r.first, r.last, r.first-1, r.last+1)
+		}
+		for range 1000 {
+			probes = append(probes, rng.Uint64())
+		}
+		for _, h := range probes {
+			want := c[0].ContainsHash(h) && !c[1].ContainsHash(h)
+			if d.ContainsHash(h) != want {
+				t.Fatalf("%s − %s: hash %#x in result %v, want %v", c[0], c[1], h, !want, want)
+			}
+		}
+	}
+	byNS, _ := ReplicaBy(ByNamespace, 0, 2)
+	if _, err := whole.Minus(byNS); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("mixed keys: %v, want ErrInvalid", err)
+	}
+}

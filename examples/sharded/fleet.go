@@ -202,3 +202,35 @@ func inStep(cms *cachetest.Resource, informers []cache.SharedIndexInformer) bool
 	}
 	return len(held) == len(objs)
 }
+
+// fetched sums the objects the fleet's replicas have received from LISTs,
+// their shard merges and relists.
+func (f *fleet) fetched() (items, merged, relisted uint64) {
+	for _, inf := range f.informers {
+		st := inf.(cache.InformerHealthReporter).Stats().Reflector
+		items += st.ItemsListed
+		merged += st.ReshardsMerged
+		relisted += st.Lists[cache.ListReshard]
+	}
+	return items, merged, relisted
+}
+
+// movedBetween counts the objects of objs whose replica differs between
+// the shards from and to (replica i holds from[i], then to[i]).
+func movedBetween(objs []runtime.Object, from, to []cache.Shard) int {
+	index := func(shards []cache.Shard, o runtime.Object) int {
+		for i, s := range shards {
+			if in, _ := s.Contains(o); in {
+				return i
+			}
+		}
+		return -1
+	}
+	moved := 0
+	for _, o := range objs {
+		if index(from, o) != index(to, o) {
+			moved++
+		}
+	}
+	return moved
+}

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,6 +105,8 @@ func (d *demo) scaleOut(ctx context.Context, objects int) error {
 	// The objects every replica has seen, taken before the writer starts:
 	// an object created later may not have reached any watch when sampled.
 	resident, _ := d.cms.Objects()
+	before, _, _ := fleet.fetched()
+	oldShards := slices.Clone(fleet.shards)
 	writer := startWriter(rctx, &wg, d.cms, objects)
 	fmt.Fprintln(d.out, "-- resharding to 4 while objects change: each old replica first takes the union of its old and new shard")
 	if err := fleet.reshard(rctx, &wg, d, 4, resident); err != nil {
@@ -116,6 +119,12 @@ func (d *demo) scaleOut(ctx context.Context, objects int) error {
 	fmt.Fprintf(d.out, "-- 4 replicas synced; %d writes during the reshard; in %d samples taken while it ran, each of the %d objects held before it had at least %d owner(s)\n", writer.writes(), fleet.samples, len(resident), fleet.minOwners)
 	if fleet.samples == 0 || fleet.minOwners < 1 {
 		return errors.New("an object had no owner during the reshard")
+	}
+	after, merged, relisted := fleet.fetched()
+	moved := movedBetween(resident, oldShards, fleet.shards)
+	fmt.Fprintf(d.out, "-- the reshard fetched %d objects from the server for %d that changed replica (of %d): %d shard changes merged, %d relisted\n", after-before, moved, len(resident), merged, relisted)
+	if relisted != 0 {
+		return errors.New("a reshard relisted its whole shard")
 	}
 	return d.report(fleet)
 }

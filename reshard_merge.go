@@ -1,0 +1,204 @@
+package cache
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// A reshard is merged into the store when it can be: the objects outside
+// the new shard are dropped with no API call, only the ranges the new
+// shard adds are listed, and the watch resumes, with the new selector,
+// from where the old one stopped. Events of the added ranges at or below
+// the LIST's resourceVersion are older than what the LIST gave and are
+// dropped (kube-apiserver's resourceVersions are integers that order a
+// type's changes, KEP-5504). Anything that makes the merge unsound falls
+// back to listing the whole shard, counted by reason.
+
+// localReplacer is a store that can be told that a Replace changes only
+// what a reshard moved: an informer's queue, whose handlers then get no
+// call for the objects it keeps as they were.
+type localReplacer interface {
+	ReplaceLocal(list []interface{}, resourceVersion string) error
+}
+
+// catchUp drops the watch events of the ranges a merged reshard listed
+// that the LIST already covered: those at or below its resourceVersion.
+type catchUp struct {
+	added Shard
+	upTo  uint64
+}
+
+// drops says whether an event for obj (of resourceVersion rv) is one the
+// merge's LIST already covered.
+func (cu *catchUp) drops(obj runtime.Object, rv string) bool {
+	if cu == nil {
+		return false
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil || n > cu.upTo {
+		return false
+	}
+	in, err := cu.added.Contains(obj)
+	return err == nil && in
+}
+
+// caughtUp says whether ev (of object obj) is one the merge's LIST
+// covered, to be dropped; the first event past the LIST ends the catch-up
+// (a watch's events come in resourceVersion order).
+func (c *cycle) caughtUp(ev watch.Event, obj metav1.Object) bool {
+	rv := obj.GetResourceVersion()
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > c.catchUp.upTo {
+		c.catchUp = nil
+		return false
+	}
+	return ev.Type != watch.Bookmark && c.catchUp.drops(ev.Object, rv)
+}
+
+// mergeBlocker says why the cycle's shard cannot be merged into the store
+// ("" if it can).
+func (c *cycle) mergeBlocker() ReshardFallback {
+	r := c.r
+	switch {
+	case r.storeShard.IsZero() || c.shard == nil:
+		return FallbackNotSynced
+	case c.shard.local || r.storeShard.Key() != c.shard.shard.Key():
+		return FallbackFilteringLocally
+	case r.pos.unavailable:
+		return FallbackUnavailable
+	case r.heldList == nil:
+		return FallbackStoreUnlistable
+	}
+	if _, err := strconv.ParseUint(r.pos.last, 10, 64); err != nil {
+		return FallbackIncomparable
+	}
+	return ""
+}
+
+// reshard runs phaseReshard: it merges the new shard into the store (see
+// above) and moves on to phaseWatch, or falls back to phaseList.
+func (c *cycle) reshard(ctx context.Context) phase {
+	r := c.r
+	r.pendingReshard = false
+	if why := c.mergeBlocker(); why != "" {
+		r.stats.reshardFellBack(why)
+		return c.firstSync()
+	}
+	start := r.clock.Now()
+	added, err := c.shard.shard.Minus(r.storeShard)
+	if err != nil {
+		r.stats.reshardFellBack(FallbackFilteringLocally)
+		return c.firstSync()
+	}
+	listed, rv, ok := c.listAdded(ctx, added)
+	if !ok {
+		return c.firstSync()
+	}
+	kept := c.keptObjects()
+	if err := c.replaceLocally(append(kept, listed...), rv); err != nil {
+		r.stats.reshardFellBack(FallbackListFailed)
+		return c.firstSync()
+	}
+	if !added.IsZero() {
+		n, _ := strconv.ParseUint(rv, 10, 64)
+		c.catchUp = &catchUp{added: added, upTo: n}
+	}
+	c.merged(len(listed), len(kept), start)
+	return phaseWatch
+}
+
+// firstSync is the phase a cycle syncs with: WatchList if the server
+// takes it, else LIST.
+func (c *cycle) firstSync() phase {
+	if c.r.server.wantsWatchList(c.r.clock.Now()) {
+		return phaseWatchList
+	}
+	return phaseList
+}
+
+// listAdded lists the objects of the added ranges, at the resume position
+// or later; ok is false (counted) if that failed. With nothing added it
+// lists nothing and returns the resume position.
+func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}, rv string, ok bool) {
+	r := c.r
+	if added.IsZero() {
+		return nil, r.pos.last, true
+	}
+	spec := newShardSpec(added, false)
+	lc := &listCall{
+		p:    pager{lister: r.lw, pageSize: r.pageSizeFor(r.pos.last), retry: r.newPageRetry(), shard: spec.newCheck(), in: r.in, reuse: false},
+		opts: metav1.ListOptions{ResourceVersion: r.pos.last, ShardSelector: spec.selector},
+	}
+	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
+	o, _, why := await(ctx, &r.live, c, call.done)
+	if why != wakeValue {
+		call.giveUp()
+		return nil, "", false
+	}
+	res, err := o.result()
+	r.stats.listed(ListReshardAdded, res.pageRetries)
+	if err != nil {
+		c.logger.V(2).Info("Listing the ranges a reshard added failed; listing the whole shard", "reflector", r.name, "err", err)
+		r.stats.reshardFellBack(FallbackListFailed)
+		return nil, "", false
+	}
+	return res.items, res.resourceVersion, true
+}
+
+// keptObjects returns the stored objects that the new shard keeps.
+func (c *cycle) keptObjects() []interface{} {
+	var kept []interface{}
+	for _, it := range c.r.heldList() {
+		obj, ok := it.(runtime.Object)
+		if !ok {
+			continue
+		}
+		if in, err := c.shard.shard.Contains(obj); err == nil && in {
+			kept = append(kept, it)
+		}
+	}
+	return kept
+}
+
+// replaceLocally hands the store its new content, telling an informer's
+// queue that only what moved has changed.
+func (c *cycle) replaceLocally(list []interface{}, rv string) error {
+	if lr, ok := c.r.store.(localReplacer); ok {
+		return lr.ReplaceLocal(list, rv)
+	}
+	return c.r.store.Replace(list, rv)
+}
+
+// merged records a merged reshard: the store holds the new shard, the
+// watch resumes from the old position (r.pos is left as it was).
+func (c *cycle) merged(listed, kept int, start time.Time) {
+	r := c.r
+	now := r.clock.Now()
+	c.logger.V(2).Info("Reshard merged", "reflector", r.name, "listed", listed, "kept", kept)
+	r.stats.resharded()
+	r.stats.synced(listed, now.Sub(start), now) // what the server sent
+	r.storeShard = c.shard.shard
+	r.listCause = ListWatchError
+	c.resync = startResync(r.clock, r.resyncPeriod)
+	r.shards.syncedWith(c.shard)
+	r.live.synced(realClock.Now())
+}
+
+// listerOf returns store's List if store lists what it holds: not a
+// queue, whose List is what waits to be popped.
+func listerOf(store ReflectorStore) func() []interface{} {
+	if _, queue := store.(interface {
+		Pop(clientgocache.PopProcessFunc) (interface{}, error)
+	}); queue {
+		return nil
+	}
+	if l, ok := store.(interface{ List() []interface{} }); ok {
+		return l.List
+	}
+	return nil
+}
