@@ -14,6 +14,14 @@ import (
 // ones (which are accepted), while the connections stay open: what a
 // partitioned network or a dead middlebox does. When the black-hole ends,
 // bytes held meanwhile flow again, as TCP's retransmissions deliver them.
+// Heal ends a black-hole now.
+func (p *blackholeProxy) Heal() {
+	p.mu.Lock()
+	p.until = time.Now()
+	p.mu.Unlock()
+	p.heal()
+}
+
 // Reset resets every open connection, as a load balancer dropping its
 // connections does; Refuse resets them and, for a while, every new one as
 // soon as it is accepted. Close stops it and waits for every goroutine.

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"fmt"
-	"math"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +17,10 @@ const (
 	causeGraceful  = "graceful"
 	causeKill      = "SIGKILL"
 	causeBlackHole = "black-hole"
+	causeStop      = "SIGSTOP"
 )
 
-var causes = []string{causeGraceful, causeKill, causeBlackHole}
+var causes = []string{causeGraceful, causeKill, causeBlackHole, causeStop}
 
 // callWindow is the "same instant" of the handler-call check: two
 // replicas' calls for one object closer than this count as handled by
@@ -58,7 +56,11 @@ type ringRun struct {
 	moves      []move
 	pending    *move
 	q          quiesceResult
-	wall       time.Duration
+	// resumed is when the quiesce ended and the churn went on.
+	resumed time.Time
+	// faults: the replicas cut off by a pause or a black-hole.
+	faults []faultResult
+	wall   time.Duration
 }
 
 // step records a change now; a non-negative ideal also starts a move
@@ -88,6 +90,8 @@ type quiesceResult struct {
 	listed, lost, stale, extra, dup int
 	shares                          []float64
 	tries                           int
+	// server is the LIST's objects by uid.
+	server map[string]serverObject
 }
 
 func (q quiesceResult) equal() bool { return q.lost == 0 && q.stale == 0 && q.extra == 0 }
@@ -155,16 +159,40 @@ func (r *ringRun) intervals(t *testing.T, objs []baseObject) [][]interval {
 		if p.killed {
 			end = p.stopped
 		}
+		stopped := p.stoppedSpans()
 		for oi := range objs {
 			if !open[oi].IsZero() {
 				out[oi] = append(out[oi], interval{from: open[oi], to: end, proc: pi})
 			}
+			out[oi] = unpaused(out[oi], pi, stopped)
 		}
 	}
 	for _, iv := range out {
 		slices.SortFunc(iv, func(a, b interval) int { return a.from.Compare(b.from) })
 	}
 	return out
+}
+
+// unpaused cuts the spans process pi was stopped out of its intervals in
+// ivs: a stopped process handles nothing (see stoppedSpans).
+func unpaused(ivs []interval, pi int, pauses []pauseSpan) []interval {
+	for _, ps := range pauses {
+		var out []interval
+		for _, x := range ivs {
+			if x.proc != pi || !x.from.Before(ps.to) || !ps.from.Before(x.to) {
+				out = append(out, x)
+				continue
+			}
+			if x.from.Before(ps.from) {
+				out = append(out, interval{from: x.from, to: ps.from, proc: pi})
+			}
+			if ps.to.Before(x.to) {
+				out = append(out, interval{from: ps.to, to: x.to, proc: pi})
+			}
+		}
+		ivs = out
+	}
+	return ivs
 }
 
 // causeAt is the cause of the last change at or before t ("start" before
@@ -319,98 +347,4 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// figureRow is one run's line of the table.
-func figureRow(r *ringRun, fg figures) string {
-	var doubles, unowned, moves []string
-	for _, c := range causes {
-		if _, ok := r.causeSeen(c); !ok {
-			doubles, unowned = append(doubles, "–"), append(unowned, "–")
-			continue
-		}
-		doubles = append(doubles, fmt.Sprint(fg.doubles[c]))
-		unowned = append(unowned, seconds2(fg.unowned[c]))
-	}
-	for i, m := range r.moves {
-		moves = append(moves, fmt.Sprintf("%s %.3f/%.3f (%.2f×)", m.label, fg.moved[i], m.ideal, fg.moved[i]/m.ideal))
-	}
-	closest := "–"
-	if fg.closestCalls >= 0 {
-		closest = fg.closestCalls.Round(time.Millisecond).String()
-	}
-	shares := make([]string, len(r.q.shares))
-	for i, s := range r.q.shares {
-		shares[i] = fmt.Sprintf("%.3f", s)
-	}
-	union := fmt.Sprintf("= LIST (%d)", r.q.listed)
-	if !r.q.equal() {
-		union = fmt.Sprintf("≠ LIST (%d): %d lost, %d stale, %d extra", r.q.listed, r.q.lost, r.q.stale, r.q.extra)
-	}
-	if r.q.dup > 0 {
-		union += fmt.Sprintf(", %d in 2+ caches", r.q.dup)
-	}
-	return fmt.Sprintf("| %s | %s | %s (longest %s) | %d of %d calls (closest %s) | %s | %s | %s | %s (1/n = %.3f) | %s |",
-		r.name, r.settings, strings.Join(doubles, " / "), fg.longestDouble.Round(time.Millisecond), fg.callDoubles, fg.calls, closest,
-		strings.Join(unowned, " / "), strings.Join(moves, "; "), union, strings.Join(shares, " / "), 1/float64(len(r.q.shares)),
-		r.wall.Round(time.Second))
-}
-
-// causeSeen says whether r made a change of cause c.
-func (r *ringRun) causeSeen(c string) (change, bool) {
-	for _, ch := range r.changes {
-		if ch.cause == c {
-			return ch, true
-		}
-	}
-	return change{}, false
-}
-
-func seconds2(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
-
-const figureHeader = "| run | lease / renew / retry | objects double-handled (intervals): graceful / SIGKILL / black-hole | objects with calls of 2 replicas < 100 ms apart | longest unowned: graceful / SIGKILL / black-hole | objects moved per change vs ideal | union of caches at quiesce | share per replica | wall |\n" +
-	"|---|---|---|---|---|---|---|---|---|"
-
-// checkGoals asserts the goals of the elastic ring on r, each replica's
-// share of the objects included if withShares is set.
-func checkGoals(t *testing.T, r *ringRun, fg figures, withShares bool) {
-	t.Helper()
-	for _, c := range causes {
-		if fg.doubles[c] > 0 {
-			t.Errorf("%s: %d objects handled by two replicas at once after a %s change (longest %v)", r.name, fg.doubles[c], c, fg.longestDouble)
-		}
-	}
-	if fg.callDoubles > 0 {
-		t.Errorf("%s: %d objects had handler calls of two replicas less than %v apart", r.name, fg.callDoubles, callWindow)
-	}
-	if d := fg.unowned[causeGraceful]; d > 5*time.Second {
-		t.Errorf("%s: an object went %v without a handling replica after a graceful change, want ≤ 5 s", r.name, d)
-	}
-	for _, c := range []string{causeKill, causeBlackHole} {
-		if d := fg.unowned[c]; d > r.lease+5*time.Second {
-			t.Errorf("%s: an object went %v without a handling replica after a %s, want ≤ %v", r.name, d, c, r.lease+5*time.Second)
-		}
-	}
-	for i, m := range r.moves {
-		if fg.moved[i] > 1.25*m.ideal {
-			t.Errorf("%s: %s moved %.3f of the objects, more than 1.25 × the ideal %.3f", r.name, m.label, fg.moved[i], m.ideal)
-		}
-	}
-	if fg.orphans > 0 {
-		t.Errorf("%s: %d object-instants of steady state had no single owner", r.name, fg.orphans)
-	}
-	if !r.q.equal() || r.q.dup > 0 {
-		t.Errorf("%s: at quiesce the caches' union differs from the LIST of %d: %d lost, %d stale, %d extra, %d in two caches", r.name, r.q.listed, r.q.lost, r.q.stale, r.q.extra, r.q.dup)
-	}
-	for i, s := range r.q.shares {
-		if !withShares {
-			break
-		}
-		if !withShares {
-			break
-		}
-		if want := 1 / float64(len(r.q.shares)); math.Abs(s-want) > 0.05 {
-			t.Errorf("%s: replica %d caches %.3f of the objects, want %.3f ± 0.05", r.name, i, s, want)
-		}
-	}
 }

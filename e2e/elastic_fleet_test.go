@@ -5,26 +5,16 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 )
 
 // replicaRecord is one line of an elasticreplica log (its type record).
@@ -93,10 +83,16 @@ type replicaProc struct {
 	stopped time.Time
 	killed  bool
 
+	// pauses are the spans it was stopped (SIGSTOP to SIGCONT).
+	pauses []pauseSpan
+
 	off     int64
 	partial []byte
 	recs    []replicaRecord
 }
+
+// pauseSpan is a span of time a process was stopped.
+type pauseSpan struct{ from, to time.Time }
 
 // keepLogsEnv, if set to a directory, keeps the replicas' logs there
 // (one subdirectory per run) rather than in the test's temporary one.
@@ -241,39 +237,52 @@ func (p *replicaProc) lastStatus() (replicaRecord, bool) {
 // returns when the last of them said so.
 func (f *fleet) waitFormed(ps []*replicaProc, members int, since time.Time, within time.Duration) time.Time {
 	f.t.Helper()
+	at, why, ok := f.tryFormed(ps, members, since, within)
+	if !ok {
+		f.t.Fatalf("not formed with %d members within %v: %s", members, within, why)
+	}
+	return at
+}
+
+// tryFormed is waitFormed, saying why not rather than failing the test
+// when within passes (a process that exits still fails it).
+func (f *fleet) tryFormed(ps []*replicaProc, members int, since time.Time, within time.Duration) (time.Time, string, bool) {
+	f.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		var last time.Time
-		all := true
-		var why []string
-		for _, p := range ps {
-			if err := p.read(); err != nil {
-				f.t.Fatal(err)
-			}
-			s, ok := p.lastStatus()
-			switch {
-			case !p.alive():
-				f.t.Fatalf("%s exited: %v: %s", p.id, p.err, f.stderr(p))
-			case !ok || s.at().Before(since):
-				all = false
-				why = append(why, p.id+": no status yet")
-			case !s.Formed || (members > 0 && s.Members != members):
-				all = false
-				why = append(why, fmt.Sprintf("%s: members %d planned %d handling %d formed %v fenced %v %s", p.id, s.Members, s.Planned, s.Handling, s.Formed, s.Fenced, s.Error))
-			default:
-				if s.at().After(last) {
-					last = s.at()
-				}
-			}
-		}
-		if all {
-			return last
+		last, why := f.formedAt(ps, members, since)
+		if len(why) == 0 {
+			return last, "", true
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("not formed with %d members within %v: %s", members, within, strings.Join(why, "; "))
+			return time.Time{}, strings.Join(why, "; "), false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// formedAt reads the logs of ps and returns when the last of them said it
+// was formed with members members after since, or why some did not.
+func (f *fleet) formedAt(ps []*replicaProc, members int, since time.Time) (time.Time, []string) {
+	var last time.Time
+	var why []string
+	for _, p := range ps {
+		if err := p.read(); err != nil {
+			f.t.Fatal(err)
+		}
+		s, ok := p.lastStatus()
+		switch {
+		case !p.alive():
+			f.t.Fatalf("%s exited: %v: %s", p.id, p.err, f.stderr(p))
+		case !ok || s.at().Before(since):
+			why = append(why, p.id+": no status yet")
+		case !s.Formed || (members > 0 && s.Members != members):
+			why = append(why, fmt.Sprintf("%s: members %d planned %d handling %d formed %v fenced %v %s", p.id, s.Members, s.Planned, s.Handling, s.Formed, s.Fenced, s.Error))
+		case s.at().After(last):
+			last = s.at()
+		}
+	}
+	return last, why
 }
 
 // caches asks each of ps for its cache (SIGUSR1) and returns what each
@@ -310,146 +319,4 @@ func (f *fleet) caches(ps []*replicaProc) []map[string]string {
 		}
 	}
 	return out
-}
-
-// cmChurn writes ConfigMaps of a namespace at a steady rate until
-// stopped: merge-patches of the base objects cm-0 … cm-(base-1) (80%),
-// creates of new churn-N objects (10%) and deletes of live churn-N objects
-// (10%). Each write is issued on a tick, by one of a few workers, so a
-// slow call does not slow the pace. While paused it writes nothing.
-type cmChurn struct {
-	cs     kubernetes.Interface
-	ns     string
-	base   int
-	paused atomic.Bool
-	stop   chan struct{}
-	done   chan struct{}
-
-	writes, failed atomic.Uint64
-	started        time.Time
-	ended          time.Time    // set by finish
-	pausedFor      atomic.Int64 // nanoseconds
-
-	mu   sync.Mutex
-	live []string
-	next int
-	err  error
-}
-
-func startCMChurn(cs kubernetes.Interface, ns string, base int, rate float64) *cmChurn {
-	c := &cmChurn{cs: cs, ns: ns, base: base, stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
-	jobs := make(chan int, 64)
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for op := range jobs {
-				c.write(rng, op)
-			}
-		})
-	}
-	go func() {
-		defer close(c.done)
-		defer wg.Wait()
-		defer close(jobs)
-		period := time.Duration(float64(time.Second) / rate)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for op := 0; ; op++ {
-			select {
-			case <-c.stop:
-				return
-			case <-tick.C:
-			}
-			if c.paused.Load() {
-				c.pausedFor.Add(int64(period))
-				continue
-			}
-			select {
-			case jobs <- op:
-			default: // every worker busy: the tick is lost, the rate shows it
-			}
-		}
-	}()
-	return c
-}
-
-func (c *cmChurn) write(rng *rand.Rand, op int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	api := c.cs.CoreV1().ConfigMaps(c.ns)
-	var err error
-	var name string
-	switch k := rng.IntN(10); {
-	case k == 0:
-		c.mu.Lock()
-		name = "churn-" + strconv.Itoa(c.next)
-		c.next++
-		c.mu.Unlock()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"op": strconv.Itoa(op)}}
-		if _, err = api.Create(ctx, cm, metav1.CreateOptions{}); err == nil {
-			c.mu.Lock()
-			c.live = append(c.live, name)
-			c.mu.Unlock()
-		}
-	case k == 1 && c.takeLive(rng, &name):
-		err = api.Delete(ctx, name, metav1.DeleteOptions{})
-	default: // and a delete with no churn-N object live
-		name = "cm-" + strconv.Itoa(rng.IntN(c.base))
-		patch := fmt.Sprintf(`{"data":{"op":"%d"}}`, op)
-		_, err = api.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	}
-	if err != nil {
-		c.failed.Add(1)
-		c.mu.Lock()
-		c.err = err
-		c.mu.Unlock()
-		return
-	}
-	c.writes.Add(1)
-}
-
-// takeLive takes a random live churn-N object off the list into name,
-// or says there is none.
-func (c *cmChurn) takeLive(rng *rand.Rand, name *string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.live) == 0 {
-		return false
-	}
-	i := rng.IntN(len(c.live))
-	*name = c.live[i]
-	c.live[i] = c.live[len(c.live)-1]
-	c.live = c.live[:len(c.live)-1]
-	return true
-}
-
-// rate is the writes a second until now or finish, not counting paused
-// time.
-func (c *cmChurn) rate() float64 {
-	end := time.Now()
-	if !c.ended.IsZero() {
-		end = c.ended
-	}
-	d := end.Sub(c.started) - time.Duration(c.pausedFor.Load())
-	return float64(c.writes.Load()) / d.Seconds()
-}
-
-// quiet pauses the churn and waits for the writes in flight.
-func (c *cmChurn) quiet() {
-	c.paused.Store(true)
-	time.Sleep(time.Second) // longer than a write takes here
-}
-
-func (c *cmChurn) resume() { c.paused.Store(false) }
-
-func (c *cmChurn) finish(t *testing.T) {
-	close(c.stop)
-	<-c.done
-	c.ended = time.Now()
-	if n := c.failed.Load(); n > 0 {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		t.Errorf("the churn had %d failed writes, the last: %v", n, c.err)
-	}
 }

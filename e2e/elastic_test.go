@@ -24,9 +24,9 @@ const (
 	elasticChurnRate = 25 // writes a second
 	// hold is how long each steady state lasts, under churn.
 	hold = 3 * time.Second
-	// holeFor is how long the black-hole lasts: longer than the 6 s lease;
-	// holeForDefaults, longer than the default 15 s one.
-	holeFor         = 10 * time.Second
+	// holeForDefaults is how long the black-hole of the run at the
+	// default settings lasts: longer than the 15 s lease. (The gated
+	// run's pause and black-hole last past twice its lease: holdFault.)
 	holeForDefaults = 20 * time.Second
 )
 
@@ -36,8 +36,10 @@ const (
 //
 //   - elastic, gate on (lease 6 s / renew 4 s / retry 1 s): 3 replicas, 2
 //     join (5), 3 leave on SIGTERM (2), 1 joins (3), 1 is SIGKILLed (2),
-//     one's connection is black-holed for 10 s (its buckets go to the
-//     other and come back);
+//     one's connection is black-holed (1) and then one is stopped
+//     (SIGSTOP, 1), each past twice the lease and until the other has
+//     deleted its Lease, and each must come back (2); then a rolling
+//     restart replaces both, one at a time with a surge of one (3, 2);
 //   - elastic, gate off (the ungated kube-apiserver: every replica
 //     receives everything and filters locally), at the default lease
 //     settings 15 s / 10 s / 2 s: 3, 2 join (5), 1 SIGKILLed (4), 2 leave
@@ -51,9 +53,14 @@ const (
 // It prints one table (figureHeader) and asserts the elastic ring's goals
 // on both elastic runs: no object handled by two replicas at once, at most
 // 5 s without a handler after a graceful change and lease + 5 s after a
-// SIGKILL or black-hole, movement at most 1.25 × the ideal, the caches'
-// union equal to a LIST at quiesce; and, with the gate on, each replica's
-// share 1/n ± 5 points.
+// SIGKILL, black-hole or SIGSTOP, movement at most 1.25 × the ideal, the
+// caches' union equal to a LIST at quiesce; and, with the gate on, each
+// replica's share 1/n ± 5 points. A second table (exactHeader) compares
+// every handler call with every write of the churn (checked against the
+// test's own watch); on the gated run it asserts no call out of order
+// within a replica, no write never handled, the last handled state of
+// every object the server's at quiesce, and every replica back after its
+// fault.
 func TestElasticRing(t *testing.T) {
 	began := time.Now()
 	cs := client(t, testCluster.admin)
@@ -62,6 +69,7 @@ func TestElasticRing(t *testing.T) {
 	mustCreateConfigMaps(t, cs, ns, elasticObjects)
 	objs := baseObjects(t, cs, ns)
 	t.Logf("%d ConfigMaps created in %v", len(objs), time.Since(began).Round(time.Millisecond))
+	ref := startRefWatch(t, cs, ns)
 	churn := startCMChurn(cs, ns, elasticObjects, elasticChurnRate)
 	token, ca := testCluster.env["ADMIN_TOKEN"], testCluster.env["CA_FILE"]
 	common := func() []string {
@@ -73,6 +81,7 @@ func TestElasticRing(t *testing.T) {
 	ungated := runElasticUngated(t, newFleet(t, "ungated", bin, ungatedHost, append(common(), "--mode=elastic", "--ring=ungated")...), churn, cs, ns)
 	static := runStatic(t, newFleet(t, "static", bin, testCluster.admin.Host, append(common(), "--mode=static")...), churn, cs, ns)
 	churn.finish(t)
+	exact := reportExact(t, []*ringRun{gated, ungated, static}, churn.log(), ref)
 
 	rows := []string{figureHeader}
 	var elastic []figures
@@ -93,6 +102,7 @@ func TestElasticRing(t *testing.T) {
 	}
 	checkGoals(t, gated, elastic[0], true)
 	checkGoals(t, ungated, elastic[1], false) // filtering locally: shares follow the buckets, not the server
+	checkExact(t, gated, exact[0])
 }
 
 // baseObjects lists the ConfigMaps cm-* of ns.
@@ -149,19 +159,22 @@ func runElasticGated(t *testing.T, f *fleet, churn *cmChurn, cs kubernetes.Inter
 
 	at = r.step("SIGKILL 3→2", causeKill, 1.0/3)
 	f.kill(g4)
-	f.waitFormed([]*replicaProc{g3, g5}, 2, at, minute)
+	ps := []*replicaProc{g3, g5}
+	f.waitFormed(ps, 2, at, minute)
 	time.Sleep(hold)
 
-	at = r.step("black-hole out 2→1", causeBlackHole, 1.0/2)
-	proxy.BlackHole(holeFor)
-	f.waitFormed([]*replicaProc{g5}, 1, at, minute)
-	time.Sleep(time.Until(at.Add(holeFor)))
-	at = r.step("black-hole back 1→2", causeBlackHole, 1.0/2)
-	f.waitFormed([]*replicaProc{g3, g5}, 2, at, minute)
+	seq := 5 // the replicas started from here on: g6, g7, …
+	next := func() *replicaProc {
+		seq++
+		return f.start(fmt.Sprintf("g%d", seq), "")
+	}
+	ps = r.blackHoleStep(t, cs, ns, proxy, ps, g3, next)
+	ps = r.pauseStep(t, cs, ns, ps, g5, next)
+	ps = r.rollingRestart(ps, next)
 	time.Sleep(hold)
 
-	r.quiesce(t, []*replicaProc{g3, g5}, churn, cs, ns)
-	f.term(g3, g5)
+	r.quiesce(t, ps, churn, cs, ns)
+	f.term(ps...)
 	r.wall = time.Since(began)
 	return r
 }
@@ -253,6 +266,7 @@ func (r *ringRun) quiesce(t *testing.T, ps []*replicaProc, churn *cmChurn, cs ku
 	r.closeMove(r.end)
 	churn.quiet()
 	defer churn.resume()
+	defer func() { r.resumed = time.Now() }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		r.q.tries++
@@ -261,7 +275,7 @@ func (r *ringRun) quiesce(t *testing.T, ps []*replicaProc, churn *cmChurn, cs ku
 			t.Fatal(err)
 		}
 		caches := r.f.caches(ps)
-		q := quiesceResult{listed: len(l.Items), tries: r.q.tries}
+		q := quiesceResult{listed: len(l.Items), tries: r.q.tries, server: map[string]serverObject{}}
 		union := map[string]string{}
 		for _, c := range caches {
 			q.shares = append(q.shares, float64(len(c))/float64(len(l.Items)))
@@ -273,6 +287,8 @@ func (r *ringRun) quiesce(t *testing.T, ps []*replicaProc, churn *cmChurn, cs ku
 			}
 		}
 		for _, cm := range l.Items {
+			rv, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+			q.server[string(cm.UID)] = serverObject{name: cm.Name, rv: rv}
 			switch rv, ok := union[cm.Name]; {
 			case !ok:
 				q.lost++
