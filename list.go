@@ -75,6 +75,7 @@ func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause L
 	res, err := o.result()
 	c.r.stats.listed(cause, res.pageRetries)
 	c.r.stats.shardDropped(res.shardDropped)
+	c.r.stats.shardIgnoredBy(res)
 	c.r.stats.reused(res.reused)
 	return res, err, true
 }

@@ -24,8 +24,10 @@ type listed struct {
 	paged bool
 	// pageRetries counts pages retried after transient errors.
 	pageRetries int
-	// shardDropped counts items left out as outside the shard.
+	// shardDropped counts items left out as outside the shard;
+	// shardIgnored says a page came without the selector's echo.
 	shardDropped int
+	shardIgnored bool
 	// reused counts items replaced by the object the store held.
 	reused int
 }
@@ -176,6 +178,7 @@ func (l *listed) checkShard(shard *shardCheck, page runtime.Object, m metav1.Lis
 	items, err := shard.items(l.items, from)
 	l.items = items
 	l.shardDropped += shard.dropped - before
+	l.shardIgnored = l.shardIgnored || shard.ignored
 	return err
 }
 

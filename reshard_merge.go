@@ -146,6 +146,8 @@ func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}
 	}
 	res, err := o.result()
 	r.stats.listed(ListReshardAdded, res.pageRetries)
+	r.stats.shardDropped(res.shardDropped)
+	r.stats.shardIgnoredBy(res)
 	if err != nil {
 		c.logger.V(2).Info("Listing the ranges a reshard added failed; listing the whole shard", "reflector", r.name, "err", err)
 		r.stats.reshardFellBack(FallbackListFailed)

@@ -70,6 +70,9 @@ type shardCheck struct {
 	inShard int
 	// dropped counts objects left out (filtering locally).
 	dropped int
+	// ignored is set once a LIST page came without the selector's echo
+	// and was accepted, filtering locally.
+	ignored bool
 }
 
 // newCheck returns a check for one stream, or nil when spec is nil.
@@ -91,6 +94,7 @@ func (c *shardCheck) page(page runtime.Object, m metav1.ListInterface) error {
 	_, unstructuredList := page.(*unstructured.UnstructuredList)
 	switch {
 	case info == nil && (c.spec.local || unstructuredList):
+		c.ignored = c.ignored || !unstructuredList
 		return nil
 	case info == nil:
 		return fmt.Errorf("%w: the LIST response carries no shardInfo; %s", ErrShardIgnored, howToFix)

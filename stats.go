@@ -32,6 +32,11 @@ type Stats struct {
 	// (ReflectorOptions.ShardFilterLocally) left out of its store because
 	// they hash outside its shard: LIST items and watch events.
 	ShardDropped uint64
+	// ShardIgnored is set once a LIST of a sharded Reflector filtering
+	// locally came back without the echo of its selector: the server
+	// ignores shard selectors, and every object is received and decoded
+	// to keep those of the shard.
+	ShardIgnored bool
 	// ItemsReused counts objects of LIST and WatchList syncs for which the
 	// store was given the object it already held, at the same key and
 	// resourceVersion, instead of the new copy (see
@@ -191,6 +196,16 @@ func (r *statsRecorder) listed(cause ListCause, pageRetries int) {
 	count(r.lists[:], ListCauses, cause)
 	r.s.ListPageRetries += uint64(pageRetries)
 	r.m.listed(cause, pageRetries)
+}
+
+// shardIgnoredBy notes a LIST the server did not shard.
+func (r *statsRecorder) shardIgnoredBy(res listed) {
+	if !res.shardIgnored {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.ShardIgnored = true
 }
 
 // shardDropped counts n objects left out as outside the shard.

@@ -78,7 +78,7 @@ func membershipCost(t *testing.T, ctx context.Context, relist bool) {
 		before := at()
 		step.change()
 		g.waitFormed(time.Minute)
-		g.sampleFor(2 * time.Second)
+		g.sampleFor(5 * time.Second) // a leave's takeover waits for its replay
 		after := at()
 		for name, b := range before {
 			a, ok := after[name]

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // gate decides, at the moment of each handler call, whether this replica
@@ -23,6 +24,12 @@ type gate struct {
 	pending []atomic.Uint64
 	// told reports each change (see Config.OnHandlingChange); never nil.
 	told func(opened bool, s set)
+	// now is the ring's clock; deadline, once set, is the fencing
+	// deadline: from then on no call passes, whether or not the fencing
+	// goroutine has run yet (a process resumed after a pause past its
+	// lease runs its handlers' goroutines and its fencer's in any order).
+	now      func() time.Time
+	deadline atomic.Pointer[time.Time]
 
 	// mu orders calls passing the gate against close: a call checks its
 	// bit and takes a number under it, close clears bits and notes the
@@ -39,9 +46,22 @@ type waiter struct {
 	done   chan struct{}
 }
 
-func newGate(n int, told func(opened bool, s set)) *gate {
+func newGate(n int, now func() time.Time, told func(opened bool, s set)) *gate {
 	w := (n + 63) / 64
-	return &gate{bits: make([]atomic.Uint64, w), gens: make([]atomic.Uint32, n), pending: make([]atomic.Uint64, w), told: told, active: map[uint64]struct{}{}}
+	return &gate{bits: make([]atomic.Uint64, w), gens: make([]atomic.Uint32, n), pending: make([]atomic.Uint64, w), now: now, told: told, active: map[uint64]struct{}{}}
+}
+
+// fenceAt sets the fencing deadline (see gate.deadline).
+func (g *gate) fenceAt(d time.Time) { g.deadline.Store(&d) }
+
+// handles says whether bucket b is open and the fencing deadline has not
+// passed: whether a call for it would pass now.
+func (g *gate) handles(b int) bool { return g.holds(b) && !g.late() }
+
+// late says whether the fencing deadline has passed.
+func (g *gate) late() bool {
+	d := g.deadline.Load()
+	return d != nil && !g.now().Before(*d)
 }
 
 // setPending records the buckets planned for this replica.
@@ -119,10 +139,11 @@ func (g *gate) take(s set) set {
 	return was
 }
 
-// call runs f if bucket b is open, and says whether it did.
+// call runs f if bucket b is open and the fencing deadline has not
+// passed, and says whether it did.
 func (g *gate) call(b int, f func()) bool {
 	g.mu.Lock()
-	if !g.holds(b) {
+	if !g.holds(b) || g.late() {
 		g.mu.Unlock()
 		return false
 	}

@@ -148,7 +148,7 @@ func (i *Informer) HandlesKey(key string) bool {
 	if err != nil {
 		return false
 	}
-	return i.ring.gate.holds(bucketOf(hashString(ns), i.ring.cfg.Buckets))
+	return i.ring.gate.handles(bucketOf(hashString(ns), i.ring.cfg.Buckets))
 }
 
 // Handles says whether this replica handles obj (an object, or a
@@ -199,7 +199,7 @@ func (i *Informer) SetHandlerLimits(l cache.HandlerLimits) error {
 // DeletedFinalStateUnknown holding one) now: whether its bucket is open.
 func (r *Ring) Handles(obj interface{}) bool {
 	b, ok := r.bucket(obj)
-	return ok && r.gate.holds(b)
+	return ok && r.gate.handles(b)
 }
 
 // bucket places obj (or the object a tombstone holds).
@@ -248,11 +248,6 @@ func (i *Informer) handled() (uint64, bool) {
 		}
 	}
 	return low, true
-}
-
-// position returns the resourceVersion i's cache has reached, if known.
-func (i *Informer) position() (uint64, bool) {
-	return parseRV(i.LastSyncResourceVersion())
 }
 
 // queueMark queues a position mark to the informer's handlers.

@@ -112,24 +112,15 @@ func (st *state) noteHolders(v view, me string) {
 	}
 }
 
-// cachedSince records the positions p for the buckets of now newly
-// cached, and forgets the buckets no longer cached.
-func (st *state) cachedSince(now set, p positions) {
-	for b := range st.since {
-		if !now.has(b) {
-			delete(st.since, b)
-		}
-	}
-	for _, b := range now.minus(st.cached).list() {
-		st.since[b] = p
-	}
-}
-
 // replays returns what must be replayed before the buckets of open are
 // handed to handlers: for each type, the deletes since the position the
 // bucket's last holder published, unless it released the bucket while
-// live and handling (a graceful handoff) or this replica's cache holds
-// the bucket from that position on. It forgets the holders of open.
+// live and handling (a graceful handoff: it handled the bucket until this
+// replica's cache held it, and the deletes since are kept). Otherwise it
+// stopped handling before this replica started caching the bucket (it
+// died, was cut off or paused until its Lease expired, or its informers
+// stopped first), so the gap between is replayed. It forgets the holders
+// of open.
 func (st *state) replays(open set) []replayReq {
 	byStart := map[string]*replayReq{}
 	var out []*replayReq
@@ -140,9 +131,6 @@ func (st *state) replays(open set) []replayReq {
 			continue
 		}
 		for key, rv := range h.handled {
-			if c, ok := st.since[b][key]; ok && rv >= c {
-				continue
-			}
 			id := fmt.Sprintf("%s@%d", key, rv)
 			if byStart[id] == nil {
 				byStart[id] = &replayReq{key: key, from: rv, buckets: newSet(open.n)}

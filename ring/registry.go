@@ -213,18 +213,6 @@ func (i *Informer) stopping() bool {
 	}
 }
 
-// positions returns, by type, the resourceVersion the running informers'
-// caches have reached.
-func (g *registry) positions() positions {
-	p := positions{}
-	for _, i := range g.running() {
-		if rv, ok := i.position(); ok {
-			p.lower(i.key, rv)
-		}
-	}
-	return p
-}
-
 // mark queues a position mark to every handler of every running informer.
 func (g *registry) mark() {
 	for _, i := range g.running() {
@@ -275,7 +263,7 @@ func hashString(s string) uint64 {
 func (g *registry) filtering() int {
 	n := 0
 	for _, i := range g.running() {
-		if h, ok := i.SharedIndexInformer.(cache.InformerHealthReporter); ok && h.Stats().Reflector.ShardDropped > 0 {
+		if h, ok := i.SharedIndexInformer.(cache.InformerHealthReporter); ok && (h.Stats().Reflector.ShardIgnored || h.Stats().Reflector.ShardDropped > 0) {
 			n++
 		}
 	}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -39,13 +37,16 @@ type replayReq struct {
 var errReplayCut = errors.New("the watch ended early")
 
 // replay watches lw from req.from for the objects of req.buckets and
-// returns the objects deleted, in order, up to the first event at or past
-// until (the position this replica's cache had already reached), the
-// first bookmark, or the end of the watch at its timeout (with no
-// bookmark, no newer change of the type was there to send). An ERROR event, the server's refusal
+// returns the objects deleted, in order, up to the first bookmark or the
+// end of the watch at its timeout (with no bookmark, no newer change of
+// the type was there to send). It reads no further than the bookmark
+// even when events come sooner: this replica's cache may hold the
+// buckets from a later position than its informer's resume position (a
+// merged reshard lists the added ranges at the latest), and the bookmark
+// is the one end that is sure to be past it. An ERROR event, the server's refusal
 // (410: history compacted) or a watch cut short is an error: the deletes
 // cannot be known.
-func (r *Ring) replay(ctx context.Context, lw clientgocache.ListerWatcher, req replayReq, until uint64) ([]interface{}, error) {
+func (r *Ring) replay(ctx context.Context, lw clientgocache.ListerWatcher, req replayReq) ([]interface{}, error) {
 	sh, ok := shardOf(req.buckets, r.cfg.Key)
 	if !ok {
 		return nil, nil
@@ -83,9 +84,6 @@ func (r *Ring) replay(ctx context.Context, lw clientgocache.ListerWatcher, req r
 					deleted = append(deleted, ev.Object)
 				}
 			}
-			if reached(ev.Object, until) {
-				return deleted, nil
-			}
 		}
 	}
 }
@@ -101,8 +99,7 @@ func (r *Ring) replayAll(ctx context.Context, i *Informer, o *opening) []interfa
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, replayTimeout+r.cfg.RetryPeriod)
-		until, _ := i.position()
-		deleted, err := r.replay(ctx, i.lw, req, until)
+		deleted, err := r.replay(ctx, i.lw, req)
 		cancel()
 		if err != nil {
 			r.stat.unreplayed(req.buckets.len(), fmt.Errorf("replaying the deletes of %d buckets of %s since resourceVersion %d, after their holder stopped handling them: %w (deletes made meanwhile may not reach a handler)", req.buckets.len(), req.key, req.from, err))
@@ -111,15 +108,4 @@ func (r *Ring) replayAll(ctx context.Context, i *Informer, o *opening) []interfa
 		out = append(out, deleted...)
 	}
 	return out
-}
-
-// reached says whether obj's resourceVersion is at or past until (0:
-// never).
-func reached(obj runtime.Object, until uint64) bool {
-	m, err := meta.Accessor(obj)
-	if err != nil || until == 0 {
-		return false
-	}
-	rv, ok := parseRV(m.GetResourceVersion())
-	return ok && rv >= until
 }

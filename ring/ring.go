@@ -39,7 +39,7 @@ func New(cfg Config) (*Ring, error) {
 		return nil, err
 	}
 	r := &Ring{cfg: c, lease: leaseName(c.Name, c.Identity)}
-	r.gate = newGate(c.Buckets, r.tell)
+	r.gate = newGate(c.Buckets, c.Clock.Now, r.tell)
 	r.reg.ring = r
 	r.stat.init(r.lease, c.Identity)
 	return r, nil
@@ -95,16 +95,14 @@ type state struct {
 	// conflict.
 	quiet int
 	round int
-	// from is, by bucket, the positions published by the last other
-	// member seen holding it; since, by bucket, the positions from which
-	// this replica's caches hold it (see replays).
-	from  map[int]*holder
-	since map[int]positions
+	// from is, by bucket, the last other member seen holding it, with
+	// the positions it published (see replays).
+	from map[int]*holder
 }
 
 func (r *Ring) newState() *state {
 	n := r.cfg.Buckets
-	return &state{held: newSet(n), releasing: newSet(n), cached: newSet(n), from: map[int]*holder{}, since: map[int]positions{}}
+	return &state{held: newSet(n), releasing: newSet(n), cached: newSet(n), from: map[int]*holder{}}
 }
 
 // Run joins the ring and keeps this replica's membership until ctx ends,

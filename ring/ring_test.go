@@ -72,7 +72,9 @@ func (g *rig) step(what string, ideal float64, bound time.Duration, change func(
 	g.longest = 0
 	change()
 	g.waitFormed(time.Minute)
-	g.sampleFor(time.Second) // adds are delivered off the ring's loop
+	// Adds are delivered off the ring's loop; a leaver's informers stop
+	// with it, so its successors replay first (up to replayTimeout).
+	g.sampleFor(replayTimeout + time.Second)
 	after := g.owners()
 	share := float64(moved(before, after)) / rigBuckets
 	g.t.Logf("%s: handling %v, longest without a handler %v, %.3f of the buckets moved (ideal %.3f)", what, g.handlers(), g.longest, share, ideal)

@@ -52,6 +52,7 @@ func (r *Ring) write(ctx context.Context, st *state, held set) error {
 func (r *Ring) renewedAt(st *state, sent time.Time) {
 	if sent.After(st.renewed) {
 		st.renewed = sent
+		r.gate.fenceAt(sent.Add(r.cfg.RenewDeadline))
 		r.fence.arm(sent.Add(r.cfg.RenewDeadline))
 	}
 }
@@ -214,7 +215,6 @@ func (r *Ring) noteCached(ctx context.Context, st *state, cacheSet set) {
 	if now.equal(st.cached) {
 		return
 	}
-	st.cachedSince(now, r.reg.positions())
 	st.cached = now
 	if err := r.write(ctx, st, st.held); err != nil {
 		r.stat.failed(fmt.Errorf("publishing the cached buckets: %w", err))
