@@ -26,7 +26,9 @@ type writeLog struct {
 
 // wrap makes cfg's client record into w.
 func (w *writeLog) wrap(cfg *Config) {
-	cfg.Client = loggedLeasesGetter{c: cfg.Client, log: w}
+	cfg.Client = wrapLeases(cfg.Client, func(l coordinationv1client.LeaseInterface) coordinationv1client.LeaseInterface {
+		return loggedLeases{LeaseInterface: l, log: w}
+	})
 }
 
 func (w *writeLog) add(l *coordinationv1.Lease) {
@@ -47,15 +49,6 @@ func (w *writeLog) len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.held)
-}
-
-type loggedLeasesGetter struct {
-	c   coordinationv1client.LeasesGetter
-	log *writeLog
-}
-
-func (g loggedLeasesGetter) Leases(ns string) coordinationv1client.LeaseInterface {
-	return loggedLeases{LeaseInterface: g.c.Leases(ns), log: g.log}
 }
 
 type loggedLeases struct {
@@ -297,20 +290,15 @@ type lostResponse struct {
 	armed, fired bool
 }
 
-func (d *lostResponse) wrap(cfg *Config) { cfg.Client = lostResponseGetter{c: cfg.Client, d: d} }
+func (d *lostResponse) wrap(cfg *Config) {
+	cfg.Client = wrapLeases(cfg.Client, func(l coordinationv1client.LeaseInterface) coordinationv1client.LeaseInterface {
+		return lostResponseLeases{LeaseInterface: l, d: d}
+	})
+}
 
 func (d *lostResponse) arm() { d.mu.Lock(); d.armed = true; d.mu.Unlock() }
 
 func (d *lostResponse) hasFired() bool { d.mu.Lock(); defer d.mu.Unlock(); return d.fired }
-
-type lostResponseGetter struct {
-	c coordinationv1client.LeasesGetter
-	d *lostResponse
-}
-
-func (g lostResponseGetter) Leases(ns string) coordinationv1client.LeaseInterface {
-	return lostResponseLeases{LeaseInterface: g.c.Leases(ns), d: g.d}
-}
 
 type lostResponseLeases struct {
 	coordinationv1client.LeaseInterface

@@ -262,16 +262,24 @@ func (b *blackHole) hang(ctx context.Context) error {
 }
 
 func (b *blackHole) wrap(c coordinationv1client.LeasesGetter) coordinationv1client.LeasesGetter {
-	return holeGetter{c: c, b: b}
+	return wrapLeases(c, func(l coordinationv1client.LeaseInterface) coordinationv1client.LeaseInterface {
+		return holeLeases{LeaseInterface: l, b: b}
+	})
 }
 
-type holeGetter struct {
-	c coordinationv1client.LeasesGetter
-	b *blackHole
+// wrapLeases returns c with each namespace's Lease interface wrapped by
+// wrap: the tests' faults sit in front of the fake clientset this way.
+func wrapLeases(c coordinationv1client.LeasesGetter, wrap func(coordinationv1client.LeaseInterface) coordinationv1client.LeaseInterface) coordinationv1client.LeasesGetter {
+	return wrappedLeases{c: c, wrap: wrap}
 }
 
-func (h holeGetter) Leases(ns string) coordinationv1client.LeaseInterface {
-	return holeLeases{LeaseInterface: h.c.Leases(ns), b: h.b}
+type wrappedLeases struct {
+	c    coordinationv1client.LeasesGetter
+	wrap func(coordinationv1client.LeaseInterface) coordinationv1client.LeaseInterface
+}
+
+func (w wrappedLeases) Leases(ns string) coordinationv1client.LeaseInterface {
+	return w.wrap(w.c.Leases(ns))
 }
 
 type holeLeases struct {

@@ -176,16 +176,6 @@ func (a appliedButFailed) Update(ctx context.Context, l *coordinationv1.Lease, o
 	return got, err
 }
 
-type appliedButFailedGetter struct {
-	c     coordinationv1client.LeasesGetter
-	armed *bool
-	n     int
-}
-
-func (g appliedButFailedGetter) Leases(ns string) coordinationv1client.LeaseInterface {
-	return appliedButFailed{LeaseInterface: g.c.Leases(ns), armed: g.armed, n: g.n}
-}
-
 // A release whose write was applied but reported failed must not leave the
 // released buckets looking like claims: the next round's verify would open
 // them again while this replica's Lease says they are free, for another
@@ -198,7 +188,9 @@ func TestFailedReleaseWriteDoesNotReopen(t *testing.T) {
 	var me *Ring
 	var opened []set
 	cfg := Config{
-		Client: appliedButFailedGetter{c: cs.CoordinationV1(), armed: &armed, n: n}, Namespace: "ns", Name: "r", Identity: "me",
+		Client: wrapLeases(cs.CoordinationV1(), func(l coordinationv1client.LeaseInterface) coordinationv1client.LeaseInterface {
+			return appliedButFailed{LeaseInterface: l, armed: &armed, n: n}
+		}), Namespace: "ns", Name: "r", Identity: "me",
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond, Buckets: n, Clock: clk,
 		OnHandlingChange: func(open bool, _ shard.Shard) {
 			if open {
