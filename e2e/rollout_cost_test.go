@@ -274,12 +274,11 @@ type received struct {
 	listed, events, bytes uint64
 	// itemsListed is the informer's own Stats.ItemsListed, beside the
 	// count from the ListerWatcher.
-	itemsListed    uint64
-	merged         uint64
-	fallbacks      map[string]uint64
-	reshardLists   map[string]uint64
-	statsEvents    uint64 // Stats.Events: ADDED, MODIFIED, DELETED
-	droppedCatchUp uint64 // events the ListerWatcher returned that Stats did not count
+	itemsListed uint64
+	merged      uint64
+	fallbacks   map[string]uint64
+	// syncs counts LISTs and WatchLists by cause.
+	syncs map[string]uint64
 }
 
 // statsLine is the part of a replica's log line that a "stats" record
@@ -290,7 +289,7 @@ type statsLine struct {
 	Stats *struct {
 		ItemsListed        uint64            `json:"itemsListed"`
 		Lists              map[string]uint64 `json:"lists"`
-		Events             map[string]uint64 `json:"events"`
+		WatchLists         map[string]uint64 `json:"watchLists"`
 		ReshardsMerged     uint64            `json:"reshardsMerged"`
 		ReshardFallbacks   map[string]uint64 `json:"reshardFallbacks"`
 		WireListItems      uint64            `json:"wireListItems"`
@@ -325,13 +324,16 @@ func statsSamples(t *testing.T, p *replicaProc) []statsSample {
 			t.Fatalf("%s: a stats line: %v", p.logPath, err)
 		}
 		s := l.Stats
-		ev := s.WireEvents["ADDED"] + s.WireEvents["MODIFIED"] + s.WireEvents["DELETED"]
-		st := s.Events["ADDED"] + s.Events["MODIFIED"] + s.Events["DELETED"]
+		syncs := map[string]uint64{}
+		for cause, n := range s.Lists {
+			syncs["LIST "+cause] += n
+		}
+		for cause, n := range s.WatchLists {
+			syncs["WatchList "+cause] += n
+		}
 		out = append(out, statsSample{at: time.Unix(0, l.T), r: received{
-			listed: s.WireListItems + s.WireWatchListItems, events: ev, bytes: s.WireBytes,
-			itemsListed: s.ItemsListed, merged: s.ReshardsMerged, fallbacks: s.ReshardFallbacks,
-			reshardLists: map[string]uint64{"reshard": s.Lists["reshard"], "reshard_added": s.Lists["reshard_added"]},
-			statsEvents:  st, droppedCatchUp: ev - min(ev, st),
+			listed: s.WireListItems + s.WireWatchListItems, events: s.WireEvents["ADDED"] + s.WireEvents["MODIFIED"] + s.WireEvents["DELETED"],
+			bytes: s.WireBytes, itemsListed: s.ItemsListed, merged: s.ReshardsMerged, fallbacks: s.ReshardFallbacks, syncs: syncs,
 		}})
 	}
 	if err := sc.Err(); err != nil {
@@ -364,10 +366,13 @@ type costStep struct {
 	listed, events       uint64
 	writes               uint64
 	// extra is the events beyond the writes, per change.
-	extra          uint64
-	bytes          uint64
-	itemsListed    uint64
-	droppedCatchUp uint64
+	extra uint64
+	bytes uint64
+	// itemsListed is the informers' own count of what was listed
+	// (Stats.ItemsListed), beside listed, what their ListerWatchers
+	// returned: a LIST or WatchList cut short by a newer shard counts in
+	// listed only.
+	itemsListed uint64
 	// movedCalls: handler calls on the new owner for moved objects;
 	// keptCalls: handler calls for kept objects at the resourceVersion
 	// the calling replica had already handled.
@@ -389,7 +394,6 @@ func (s *costStep) add(o costStep) {
 	s.extra += o.extra
 	s.bytes += o.bytes
 	s.itemsListed += o.itemsListed
-	s.droppedCatchUp += o.droppedCatchUp
 	s.movedCalls += o.movedCalls
 	s.keptCalls += o.keptCalls
 }
@@ -454,7 +458,6 @@ func (c *costRun) analyse(t *testing.T) {
 			s.events += b.events - a.events
 			s.bytes += b.bytes - a.bytes
 			s.itemsListed += b.itemsListed - a.itemsListed
-			s.droppedCatchUp += b.droppedCatchUp - a.droppedCatchUp
 		}
 		c.countCalls(p, index, owners, status)
 	}
@@ -517,10 +520,12 @@ func (c *costRun) total() costStep {
 	return s
 }
 
-// reshards sums the replicas' reshard counts at their last samples.
+// reshards sums the replicas' reshard and sync counts at their last
+// samples, and compares the informers' count of items listed during the
+// changes with what their ListerWatchers returned.
 func (c *costRun) reshards(t *testing.T) string {
 	var merged uint64
-	fallbacks, lists := map[string]uint64{}, map[string]uint64{}
+	fallbacks, syncs := map[string]uint64{}, map[string]uint64{}
 	for _, p := range c.f.procs {
 		samples := statsSamples(t, p)
 		if len(samples) == 0 {
@@ -531,11 +536,13 @@ func (c *costRun) reshards(t *testing.T) string {
 		for k, v := range r.fallbacks {
 			fallbacks[k] += v
 		}
-		for k, v := range r.reshardLists {
-			lists[k] += v
+		for k, v := range r.syncs {
+			syncs[k] += v
 		}
 	}
-	return fmt.Sprintf("reshards merged %d, fallen back %v; LISTs reshard %d, reshard_added %d", merged, fallbacks, lists["reshard"], lists["reshard_added"])
+	total := c.total()
+	return fmt.Sprintf("reshards merged %d, fallen back %v; syncs by cause %v (whole run); during the changes Stats.ItemsListed %d, the ListerWatchers returned %d",
+		merged, fallbacks, syncs, total.itemsListed, total.listed)
 }
 
 const costHeader = "| run | change | objects moved | listed | watch events (writes) | sent per moved | handler calls: moved objects / kept objects at an unchanged rv | MB received |\n" +
