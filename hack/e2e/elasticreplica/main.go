@@ -3,7 +3,10 @@
 // (e2e/elastic_test.go): it watches the ConfigMaps of one namespace
 // through a ring informer (--mode=elastic: github.com/kreflector/cache/ring)
 // or through a static i-of-n sharded informer (--mode=static: replica
-// --replica of --of, cache.ReplicaShard), and records what it handles.
+// --replica of --of, cache.ReplicaShard), or through one unsharded
+// informer (--mode=plain: a controller without sharding), and records
+// what it handles. --reshard-by-relist sets the ring's
+// Config.ReshardByRelist (each change relists the whole new share).
 //
 // It writes one JSON object per line to --log (see record), every time
 // stamp from the wall clock (Unix nanoseconds), so that the logs of
@@ -19,6 +22,11 @@
 //     buckets, formed, fenced, last error);
 //   - "cache": on SIGUSR1, the name and resourceVersion of every object in
 //     the informer's cache;
+//   - "stats": every --stats-every (if set) and once more after the
+//     informer has stopped, what it received: its Stats (items listed,
+//     lists by cause, events by type, reshards merged and fallen back)
+//     and what its ListerWatcher returned (LIST items, WatchList objects,
+//     watch events by type, response bytes; see costs.go);
 //   - "exit": it has left (elastic: the ring's Run returned) and stops.
 //
 // SIGTERM or SIGINT ends it gracefully: the ring leaves (stops handling,
@@ -77,6 +85,8 @@ type record struct {
 	// start: this replica's Lease (elastic) and settings.
 	Lease    string `json:"lease,omitempty"`
 	Settings string `json:"settings,omitempty"`
+	// stats: what the informer received so far.
+	Stats *statsRecord `json:"stats,omitempty"`
 }
 
 // logger writes records, one write per line, so that a SIGKILL loses at
@@ -113,6 +123,10 @@ type options struct {
 	statusEvery time.Duration
 	buckets int
 	logPath string
+	// reshardByRelist sets ring.Config.ReshardByRelist; statsEvery is how
+	// often to log a "stats" record (0: only at exit).
+	reshardByRelist bool
+	statsEvery      time.Duration
 }
 
 func main() {
@@ -125,7 +139,7 @@ func main() {
 	flag.StringVar(&o.leaseNamespace, "lease-namespace", "", "namespace of the ring's Leases (elastic)")
 	flag.StringVar(&o.ringName, "ring", "", "ring name (elastic)")
 	flag.StringVar(&o.identity, "identity", "", "this replica's identity")
-	flag.StringVar(&o.mode, "mode", "elastic", "elastic (a ring member) or static (--replica of --of)")
+	flag.StringVar(&o.mode, "mode", "elastic", "elastic (a ring member), static (--replica of --of) or plain (unsharded)")
 	flag.IntVar(&o.replica, "replica", 0, "static: this replica's index")
 	flag.IntVar(&o.of, "of", 0, "static: the number of replicas")
 	flag.DurationVar(&o.leaseDuration, "lease-duration", ring.DefaultLeaseDuration, "elastic: Config.LeaseDuration")
@@ -134,6 +148,8 @@ func main() {
 	flag.IntVar(&o.buckets, "buckets", ring.DefaultBuckets, "elastic: Config.Buckets")
 	flag.DurationVar(&o.statusEvery, "status-every", 250*time.Millisecond, "how often to log the status")
 	flag.StringVar(&o.logPath, "log", "", "file to write the JSON lines to")
+	flag.BoolVar(&o.reshardByRelist, "reshard-by-relist", false, "elastic: Config.ReshardByRelist (relist the whole share at each change)")
+	flag.DurationVar(&o.statsEvery, "stats-every", 0, "how often to log the informer's stats (0: only at exit)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "elasticreplica:", err)
@@ -160,6 +176,7 @@ func run(o options) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Wrap(countBytes(&received))
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -178,14 +195,16 @@ func run(o options) error {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", o.namespace, fields.Everything())
+	lw := countReceived(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", o.namespace, fields.Everything()), &received)
 	switch o.mode {
 	case "elastic":
 		return runElastic(ctx, o, cs, lw, log, usr1)
 	case "static":
 		return runStatic(ctx, o, lw, log, usr1)
+	case "plain":
+		return runPlain(ctx, o, lw, log, usr1)
 	}
-	return fmt.Errorf("--mode %q: want elastic or static", o.mode)
+	return fmt.Errorf("--mode %q: want elastic, static or plain", o.mode)
 }
 
 // handler logs each call while on is set.
@@ -224,6 +243,7 @@ func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw cli
 	r, err := ring.New(ring.Config{
 		Client: cs.CoordinationV1(), Namespace: o.leaseNamespace, Name: o.ringName, Identity: o.identity,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod, Buckets: o.buckets,
+		ReshardByRelist: o.reshardByRelist,
 		OnHandlingChange: func(opened bool, s shard.Shard) {
 			kind := "close"
 			if opened {
@@ -242,6 +262,7 @@ func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw cli
 	if _, err := inf.AddEventHandler(h.funcs()); err != nil {
 		return err
 	}
+	stats := startStats(ctx, o.statsEvery, log, inf)
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })
 	wg.Go(func() {
@@ -256,6 +277,7 @@ func runElastic(ctx context.Context, o options, cs *kubernetes.Clientset, lw cli
 	})
 	err = r.Run(ctx)
 	wg.Wait()
+	stats.final()
 	log.write(record{Kind: "exit", Error: errString(err)})
 	return err
 }
@@ -277,6 +299,7 @@ func runStatic(ctx context.Context, o options, lw clientgocache.ListerWatcher, l
 	if _, err := inf.AddEventHandler(h.funcs()); err != nil {
 		return err
 	}
+	stats := startStats(ctx, o.statsEvery, log, inf.(statser))
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.RunWithContext(ctx) })
 	synced := atomic.Bool{}
@@ -298,6 +321,7 @@ func runStatic(ctx context.Context, o options, lw clientgocache.ListerWatcher, l
 		log.write(record{Kind: "close", Shard: s.String()})
 	}
 	wg.Wait()
+	stats.final()
 	log.write(record{Kind: "exit"})
 	return nil
 }
