@@ -447,6 +447,9 @@ func TestMergedReshardDropsWhatItsListCovered(t *testing.T) {
 		if !slices.Equal(calls, want) {
 			t.Fatalf("store calls %q, want %q", calls, want)
 		}
+		if ev := r.Stats().Events; ev[watch.Added] != 1 || ev[watch.Modified] != 4 || ev[watch.Deleted] != 1 {
+			t.Fatalf("events counted %v, want every one received, the dropped ones too", ev)
+		}
 		if watches := lw.recorded(); !strings.HasPrefix(watches[len(watches)-1], `WATCH rv="5"`) {
 			t.Fatalf("the watch did not resume from 5: %q", watches)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -247,6 +248,8 @@ func (s *streamer) apply(ev watch.Event) error {
 		}
 	}
 	if s.c.catchUp != nil && s.c.caughtUp(ev, obj) {
+		// Received, and counted as such, but older than the merge's LIST.
+		s.batch.count(slices.Index(EventTypes, ev.Type))
 		return nil
 	}
 	// Read before the store has the object: from then on a handler may
