@@ -16,6 +16,9 @@ var ErrNotFormed = errors.New("ring not formed")
 type Status struct {
 	// Lease is this replica's Lease; Identity its holder identity.
 	Lease, Identity string
+	// Started is set once Run (or Start) has been called. Until then the
+	// replica never reads the ring, and its informers never start.
+	Started bool
 	// Members is the number of live, non-leaving members in the last read
 	// (0 before the first).
 	Members int
@@ -86,6 +89,8 @@ func (s Status) String() string {
 		b.WriteString("; left the ring")
 	case s.Rejoining != "":
 		fmt.Fprintf(&b, "; rejoining after its Lease %s: it stopped handling, and takes a share again as a newcomer (rejoin %d)", s.Rejoining, s.Rejoins)
+	case !s.Started:
+		b.WriteString("; Ring.Run has not been called: it never reads the ring, and its informers wait for it")
 	case s.Members == 0:
 		b.WriteString("; has not read the ring yet")
 	case !s.Ready:
@@ -108,12 +113,35 @@ func (s Status) String() string {
 	return b.String()
 }
 
+// Err is nil when the replica is formed; otherwise an error that reads
+// "ring not formed: " and String, wrapping ErrNotFormed and LastError (so
+// that apierrors.IsForbidden tells a replica whose Leases are forbidden).
+func (s Status) Err() error {
+	if s.Formed() {
+		return nil
+	}
+	return &notFormedError{s: s}
+}
+
+// notFormedError is Status.Err's error.
+type notFormedError struct{ s Status }
+
+func (e *notFormedError) Error() string { return ErrNotFormed.Error() + ": " + e.s.String() }
+
+func (e *notFormedError) Unwrap() []error {
+	if e.s.LastError == nil {
+		return []error{ErrNotFormed}
+	}
+	return []error{ErrNotFormed, e.s.LastError}
+}
+
 // Status returns the replica's standing.
 func (r *Ring) Status() Status { return r.stat.get() }
 
 // WaitForSync blocks until this replica handles all the buckets the ring
-// plans for it (nil) or ctx ends: the error then wraps ErrNotFormed and
-// ctx's error and says why (Status.String).
+// plans for it (nil) or ctx ends: the error then is Status.Err's (it
+// wraps ErrNotFormed and the last error, and says why) wrapping ctx's
+// error too.
 func (r *Ring) WaitForSync(ctx context.Context) error {
 	for {
 		s, changed := r.stat.watch()
@@ -123,7 +151,7 @@ func (r *Ring) WaitForSync(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s: %w", ErrNotFormed, s, ctx.Err())
+			return fmt.Errorf("%w: %w", s.Err(), ctx.Err())
 		}
 	}
 }
