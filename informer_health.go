@@ -98,8 +98,8 @@ type InformerHealth struct {
 	// back, for informers that put a gate in front of this package's: an
 	// elastic ring's informer (package ring) sets it while its ring is not
 	// formed, to an error wrapping ring.ErrNotFormed and the ring's last
-	// error (apierrors.IsForbidden works on it when its Leases are
-	// forbidden), which also says whether Run was called, whether the
+	// error while it is current (apierrors.IsForbidden works on it when
+	// its Leases are forbidden), which also says whether Run was called, whether the
 	// replica is fenced or not ready, and which member it waits for. The
 	// Reflector of such an informer may not have started at all (Syncing,
 	// with no error of its own). Nil for this package's own informers.

@@ -117,6 +117,13 @@ func TestRingWhoseLeaseCallsFailSaysWhy(t *testing.T) {
 				if h := rp.inf.Health(); h.Gate != nil || !h.Healthy {
 					t.Fatalf("Health once formed = %+v, want healthy with no gate", h)
 				}
+				// The error is history now: were the replica not formed (as
+				// in a handoff), its cause would not be that error.
+				s := rp.ring.Status()
+				s.Members = 0
+				if err := s.Err(); !tc.is(s.LastError) || tc.is(err) || !errors.Is(err, ErrNotFormed) {
+					t.Errorf("Status.Err after recovering = %v (last error %v); want ErrNotFormed, not the Lease error of the past", err, s.LastError)
+				}
 				errs, _ := logs.counts("Ring member")
 				if _, again := logs.counts("Ring member", "again"); errs != 4 || again != 1 {
 					t.Errorf("after recovering: %d error lines (want 4), %d info lines saying so (want 1): %q", errs, again, logs.info)

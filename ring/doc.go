@@ -117,7 +117,8 @@
 // Everywhere a user looks says why: Status (Started, LastError), the
 // error of Status.Err, Ring.WaitForSync and Informer.WaitForSync (and so
 // the factories' WaitForSync over ring informers), which wraps
-// ErrNotFormed and the last error (apierrors.IsForbidden works on it),
+// ErrNotFormed and the last error while no round has succeeded since
+// (apierrors.IsForbidden works on it),
 // and Informer.Health, whose Gate is that error while the ring is not
 // formed (Healthy is false then). Failing rounds are logged at error
 // level with klog (the logger of Run's context): the first failure, then

@@ -171,6 +171,7 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		return r.roundFailed(outer, st, err)
 	}
 	st.calls.succeeded()
+	r.stat.readRing()
 	st.noteHolders(v, r.lease)
 	r.verify(st, v)
 	owner := v.plan(r.lease, st.held, st.ready)

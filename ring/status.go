@@ -59,6 +59,9 @@ type Status struct {
 	// LastError is the last error of a ring call or of a drain, with when.
 	LastError   error
 	LastErrorAt time.Time
+	// failing says whether LastError is current: no round has written
+	// the Lease and read the ring since (see Err).
+	failing bool
 	// Left is set once the replica has left the ring.
 	Left bool
 	// Rejoins counts the times this replica found its Lease lost (see
@@ -114,8 +117,10 @@ func (s Status) String() string {
 }
 
 // Err is nil when the replica is formed; otherwise an error that reads
-// "ring not formed: " and String, wrapping ErrNotFormed and LastError (so
-// that apierrors.IsForbidden tells a replica whose Leases are forbidden).
+// "ring not formed: " and String, wrapping ErrNotFormed and, while it is
+// current (no round has written the Lease and read the ring since it),
+// LastError: apierrors.IsForbidden tells a replica whose Leases are
+// forbidden, and not one that was once and waits for a member now.
 func (s Status) Err() error {
 	if s.Formed() {
 		return nil
@@ -129,7 +134,7 @@ type notFormedError struct{ s Status }
 func (e *notFormedError) Error() string { return ErrNotFormed.Error() + ": " + e.s.String() }
 
 func (e *notFormedError) Unwrap() []error {
-	if e.s.LastError == nil {
+	if e.s.LastError == nil || !e.s.failing {
 		return []error{ErrNotFormed}
 	}
 	return []error{ErrNotFormed, e.s.LastError}
