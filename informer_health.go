@@ -18,9 +18,11 @@ type InformerHealthReporter interface {
 	// waits for a WatchList's initial-events-end bookmark (see
 	// Reflector.WaitForSync).
 	WaitForSync(ctx context.Context) error
-	// Health combines the Reflector's health with the handlers'; once the
-	// informer has stopped, the Reflector's State is Stopped (since the
-	// stop), with its HasSynced and LastError as they were.
+	// Health combines the Reflector's health with the handlers' (and,
+	// for an informer behind a gate such as a ring's, the gate's: see
+	// InformerHealth.Gate); once the informer has stopped, the
+	// Reflector's State is Stopped (since the stop), with its HasSynced
+	// and LastError as they were.
 	Health() InformerHealth
 	// Stats returns the Reflector's figures and each handler's.
 	Stats() InformerStats
@@ -97,7 +99,18 @@ type InformerHealth struct {
 	// Handlers lists the handlers outside their limits, in registration
 	// order; a stuck handler with a backlog is listed once, as stuck.
 	Handlers []HandlerProblem
-	// Healthy: the Reflector is Synced and no handler has a problem.
+	// Gate says why something beyond the Reflector holds the informer
+	// back, for informers that put a gate in front of this package's: an
+	// elastic ring's informer (package ring) sets it while its ring is not
+	// formed, to an error wrapping ring.ErrNotFormed and the ring's last
+	// error while it is current (apierrors.IsForbidden works on it when
+	// its Leases are forbidden), which also says whether Run was called, whether the
+	// replica is fenced or not ready, and which member it waits for. The
+	// Reflector of such an informer may not have started at all (Syncing,
+	// with no error of its own). Nil for this package's own informers.
+	Gate error
+	// Healthy: the Reflector is Synced, no handler has a problem and no
+	// Gate holds the informer back.
 	Healthy bool
 }
 

@@ -2,14 +2,22 @@ package dynamicinformer_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/cachetest"
 	"github.com/kreflector/cache/dynamicinformer"
 	"github.com/kreflector/cache/ring"
@@ -47,4 +55,41 @@ func TestDynamicFactoryOnARing(t *testing.T) {
 	if st := r.Status(); !st.Formed() || st.Handling != st.Buckets {
 		t.Fatalf("the only member is not handling every bucket: %s", st)
 	}
+}
+
+// On a ring whose Leases are forbidden the dynamic factory's WaitForSync
+// says so: it wraps the ring's cause (apierrors.IsForbidden) and
+// ring.ErrNotFormed.
+func TestDynamicFactoryOnAForbiddenRingSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		leases := fake.NewClientset()
+		leases.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC: access denied"))
+		})
+		r, err := ring.New(ring.Config{Client: leases.CoordinationV1(), Namespace: "ring", Name: "forbidden", Identity: "a", Buckets: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan error, 1)
+		go func() { ran <- r.Run(ctx) }()
+		f := dynamicinformer.NewDynamicSharedInformerFactoryWithOptions(fakeClient(widget("a", "one", nil)), 0, dynamicinformer.WithNewInformer(r.NewInformer))
+		f.ForResource(widgets)
+		fctx, stop := context.WithCancel(ctx)
+		f.Start(fctx.Done())
+		time.Sleep(10 * time.Second) // synctest's clock: rounds of the ring fail meanwhile
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		err = f.WaitForSync(wctx)
+		wcancel()
+		if !apierrors.IsForbidden(err) || !errors.Is(err, ring.ErrNotFormed) || !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), "access denied") {
+			t.Errorf("WaitForSync = %v; want ErrNotFormed, ErrNotSynced and the forbidden Lease error", err)
+		}
+		stop()
+		f.Shutdown()
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }

@@ -108,4 +108,22 @@
 // fenced, and whether its server ignores shard selectors (informers then
 // filter locally: handling is as exact, only the network and decoding
 // savings are lost).
+//
+// # A ring that cannot work says so
+//
+// A replica that cannot write its Lease or read the ring (its Leases are
+// forbidden, or their namespace does not exist) never plans its buckets,
+// so its informers never start; one whose Run was never called, likewise.
+// Everywhere a user looks says why: Status (Started, LastError), the
+// error of Status.Err, Ring.WaitForSync and Informer.WaitForSync (and so
+// the factories' WaitForSync over ring informers), which wraps
+// ErrNotFormed and the last error while no round has succeeded since
+// (apierrors.IsForbidden works on it),
+// and Informer.Health, whose Gate is that error while the ring is not
+// formed (Healthy is false then). Failing rounds are logged at error
+// level with klog (the logger of Run's context): the first failure, then
+// at most once a minute while they go on, and once, at info level, when
+// a round succeeds again. The Role a ring needs is in docs/sharding.md:
+// get, list, create, update and delete on coordination.k8s.io leases in
+// the Lease namespace.
 package ring

@@ -102,6 +102,9 @@ func TestReleaseWaitsForTheHandlerAndTheDrain(t *testing.T) {
 		if !errors.Is(err, ErrNotFormed) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "to release") {
 			t.Fatalf("WaitForSync while waiting for a release: %v", err)
 		}
+		if h := g.replicas["c"].inf.Health(); h.Healthy || !errors.Is(h.Gate, ErrNotFormed) || !strings.Contains(h.Gate.Error(), "to release") {
+			t.Fatalf("Health while waiting for a release = %+v; want unhealthy, its Gate naming the member", h)
+		}
 		mu.Lock()
 		if len(drained) != 0 {
 			t.Fatalf("drained %v before the handler returned", drained)

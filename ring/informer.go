@@ -165,11 +165,13 @@ func (i *Informer) reporter() cache.InformerHealthReporter {
 
 // WaitForSync blocks until the ring is formed (this replica handles all
 // the buckets the ring plans for it) and the informer has synced (nil),
-// or ctx ends. The error then wraps ErrNotFormed and the ring's Status
-// when the ring is not formed, and the informer's own WaitForSync error
-// (cache.ErrNotSynced with the last list/watch error) when it has not
-// synced: a ring that cannot form because its informer cannot list says
-// both.
+// or ctx ends. The error then wraps, when the ring is not formed, the
+// ring's (Ring.WaitForSync: ErrNotFormed and the ring's last error, so
+// apierrors.IsForbidden works for forbidden Leases; its Status says
+// whether Run was called, whether it is fenced or not ready, whom it
+// waits for), and, when the informer has not synced, the informer's own
+// WaitForSync error (cache.ErrNotSynced with the last list/watch error):
+// a ring that cannot form because its informer cannot list says both.
 func (i *Informer) WaitForSync(ctx context.Context) error {
 	ringErr := i.ring.WaitForSync(ctx)
 	infErr := i.reporter().WaitForSync(ctx)
@@ -183,8 +185,19 @@ func (i *Informer) WaitForSync(ctx context.Context) error {
 }
 
 // Health is the root informer's health (its Reflector's and its
-// handlers'); the ring's own standing is Ring.Status.
-func (i *Informer) Health() cache.InformerHealth { return i.reporter().Health() }
+// handlers') with the ring's standing as its Gate: while the ring is not
+// formed, Gate is Status.Err (wrapping ErrNotFormed and the ring's last
+// error, saying why) and Healthy is false. The Reflector has not started
+// before the ring has planned this replica's buckets: it is Syncing with
+// no error of its own, and Gate says what holds it back (Run never
+// called, Lease calls failing).
+func (i *Informer) Health() cache.InformerHealth {
+	h := i.reporter().Health()
+	if err := i.ring.Status().Err(); err != nil {
+		h.Gate, h.Healthy = err, false
+	}
+	return h
+}
 
 // Stats are the root informer's figures.
 func (i *Informer) Stats() cache.InformerStats { return i.reporter().Stats() }

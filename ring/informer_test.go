@@ -16,7 +16,8 @@ import (
 
 // A ring informer answers the root informer's health API (the factories
 // type-assert cache.InformerHealthReporter), and its WaitForSync waits for
-// the ring as well as the cache, naming the ring when it is the cause.
+// the ring as well as the cache, naming the ring when it is the cause; a
+// ring whose Run was never called says so there, in Health and in Status.
 func TestInformerReportsHealthAndWaitsForTheRing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -36,11 +37,18 @@ func TestInformerReportsHealthAndWaitsForTheRing(t *testing.T) {
 		if err := reporter.SetHandlerLimits(cache.HandlerLimits{MaxBacklog: 10}); err != nil {
 			t.Fatalf("SetHandlerLimits before start: %v", err)
 		}
+		const never = "Ring.Run has not been called"
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
 		err = reporter.WaitForSync(wctx)
 		wcancel()
-		if !errors.Is(err, ErrNotFormed) || !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), "has not read the ring yet") {
-			t.Fatalf("WaitForSync on a ring that never ran = %v; want ErrNotFormed and ErrNotSynced, naming the ring's status", err)
+		if !errors.Is(err, ErrNotFormed) || !errors.Is(err, cache.ErrNotSynced) || !strings.Contains(err.Error(), never) {
+			t.Fatalf("WaitForSync on a ring that never ran = %v; want ErrNotFormed and ErrNotSynced, saying %q", err, never)
+		}
+		if h := reporter.Health(); h.Healthy || h.Reflector.State != cache.Syncing || !errors.Is(h.Gate, ErrNotFormed) || !strings.Contains(h.Gate.Error(), never) {
+			t.Fatalf("Health of a ring that never ran = %+v; want Syncing and unhealthy, its Gate saying %q", h, never)
+		}
+		if s := r.Status(); s.Started || !strings.Contains(s.String(), never) {
+			t.Fatalf("Status of a ring that never ran = %s; want it to say %q", s, never)
 		}
 		if strings.Contains(err.Error(), "(of 0)") {
 			t.Fatalf("WaitForSync on a ring that never ran = %v; the bucket count is not known before the first read", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kreflector/cache/shard"
 )
@@ -98,6 +99,8 @@ type state struct {
 	// from is, by bucket, the last other member seen holding it, with
 	// the positions it published (see replays).
 	from map[int]*holder
+	// calls logs the failures of the rounds' Lease writes and reads.
+	calls roundLog
 }
 
 func (r *Ring) newState() *state {
@@ -112,7 +115,9 @@ func (r *Ring) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("ring: Run called twice")
 	}
+	r.stat.update(func(s *Status) { s.Started = true })
 	st := r.newState()
+	st.calls = roundLog{logger: klog.FromContext(ctx).WithValues("ring", r.cfg.Name, "lease", r.lease), clock: r.cfg.Clock}
 	r.fence = startFencer(r.cfg.Clock, func() {
 		r.gate.shut(fullSet(r.cfg.Buckets))
 		r.stat.fenced()
@@ -151,19 +156,20 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 	st.round++
 	r.fenceIfLate(st)
 	r.reg.mark()
+	outer := ctx
 	ctx, cancel := context.WithDeadline(ctx, r.callDeadline(st))
 	defer cancel()
 	if st.lease == nil || r.cfg.Clock.Since(st.renewed) >= r.cfg.RetryPeriod {
 		if err := r.write(ctx, st, st.held); err != nil {
-			r.stat.failed(fmt.Errorf("renewing Lease %s: %w", r.lease, err))
-			return r.retryAfter(st, err)
+			return r.roundFailed(outer, st, fmt.Errorf("renewing Lease %s: %w", r.lease, err))
 		}
 	}
 	v, err := r.read(ctx, st)
 	if err != nil {
-		r.stat.failed(err)
-		return r.retryAfter(st, err)
+		return r.roundFailed(outer, st, err)
 	}
+	st.calls.succeeded()
+	r.stat.readRing()
 	st.noteHolders(v, r.lease)
 	r.verify(st, v)
 	owner := v.plan(r.lease, st.held, st.ready)
@@ -193,6 +199,18 @@ func (r *Ring) round(ctx context.Context, st *state) time.Duration {
 		wait = max(left+expiryMargin, expiryMargin)
 	}
 	return wait
+}
+
+// roundFailed records err, the failure of the round's Lease write or
+// read, and logs it (rate-limited, see roundLog) unless ctx, the round's
+// own, ended: then the replica is leaving, and the failure is no news.
+// It returns how long to wait before the next round.
+func (r *Ring) roundFailed(ctx context.Context, st *state, err error) time.Duration {
+	r.stat.failed(err)
+	if ctx.Err() == nil {
+		st.calls.failed(err)
+	}
+	return r.retryAfter(st, err)
 }
 
 // retryAfter is how long to wait after a round failed with err: a

@@ -16,6 +16,9 @@ var ErrNotFormed = errors.New("ring not formed")
 type Status struct {
 	// Lease is this replica's Lease; Identity its holder identity.
 	Lease, Identity string
+	// Started is set once Run (or Start) has been called. Until then the
+	// replica never reads the ring, and its informers never start.
+	Started bool
 	// Members is the number of live, non-leaving members in the last read
 	// (0 before the first).
 	Members int
@@ -56,6 +59,9 @@ type Status struct {
 	// LastError is the last error of a ring call or of a drain, with when.
 	LastError   error
 	LastErrorAt time.Time
+	// failing says whether LastError is current: no round has written
+	// the Lease and read the ring since (see Err).
+	failing bool
 	// Left is set once the replica has left the ring.
 	Left bool
 	// Rejoins counts the times this replica found its Lease lost (see
@@ -89,6 +95,8 @@ func (s Status) String() string {
 		b.WriteString("; left the ring")
 	case s.Rejoining != "":
 		fmt.Fprintf(&b, "; rejoining after its Lease %s: it stopped handling, and takes a share again as a newcomer (rejoin %d)", s.Rejoining, s.Rejoins)
+	case !s.Started:
+		b.WriteString("; Ring.Run has not been called: it never reads the ring, and its informers wait for it")
 	case s.Members == 0:
 		b.WriteString("; has not read the ring yet")
 	case !s.Ready:
@@ -111,12 +119,37 @@ func (s Status) String() string {
 	return b.String()
 }
 
+// Err is nil when the replica is formed; otherwise an error that reads
+// "ring not formed: " and String, wrapping ErrNotFormed and, while it is
+// current (no round has written the Lease and read the ring since it),
+// LastError: apierrors.IsForbidden tells a replica whose Leases are
+// forbidden, and not one that was once and waits for a member now.
+func (s Status) Err() error {
+	if s.Formed() {
+		return nil
+	}
+	return &notFormedError{s: s}
+}
+
+// notFormedError is Status.Err's error.
+type notFormedError struct{ s Status }
+
+func (e *notFormedError) Error() string { return ErrNotFormed.Error() + ": " + e.s.String() }
+
+func (e *notFormedError) Unwrap() []error {
+	if e.s.LastError == nil || !e.s.failing {
+		return []error{ErrNotFormed}
+	}
+	return []error{ErrNotFormed, e.s.LastError}
+}
+
 // Status returns the replica's standing.
 func (r *Ring) Status() Status { return r.stat.get() }
 
 // WaitForSync blocks until this replica handles all the buckets the ring
-// plans for it (nil) or ctx ends: the error then wraps ErrNotFormed and
-// ctx's error and says why (Status.String).
+// plans for it (nil) or ctx ends: the error then is Status.Err's (it
+// wraps ErrNotFormed and the last error, and says why) wrapping ctx's
+// error too.
 func (r *Ring) WaitForSync(ctx context.Context) error {
 	for {
 		s, changed := r.stat.watch()
@@ -126,7 +159,7 @@ func (r *Ring) WaitForSync(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s: %w", ErrNotFormed, s, ctx.Err())
+			return fmt.Errorf("%w: %w", s.Err(), ctx.Err())
 		}
 	}
 }

@@ -45,7 +45,18 @@ func (b *statusBox) watch() (Status, <-chan struct{}) {
 }
 
 func (b *statusBox) failed(err error) {
-	b.update(func(s *Status) { s.LastError, s.LastErrorAt = err, time.Now() })
+	b.update(func(s *Status) { s.LastError, s.LastErrorAt, s.failing = err, time.Now(), true })
+}
+
+// readRing records a round that wrote the Lease (if due) and read the
+// ring: the last error is no longer current.
+func (b *statusBox) readRing() {
+	b.mu.Lock()
+	failing := b.s.failing
+	b.mu.Unlock()
+	if failing { // only the loop sets it
+		b.update(func(s *Status) { s.failing = false })
+	}
 }
 
 func (b *statusBox) fenced() {

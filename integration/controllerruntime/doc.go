@@ -14,7 +14,9 @@
 // follow the ring with crcache.Options{NewInformer: r.NewInformer}; the
 // ring runs on every replica, started with the caches, by AddRing(mgr, r)
 // (plain mgr.Add(r) would start it after them, which holds the start
-// forever when an informer is made before it); and Elastic's Reconciler drops the
+// forever when an informer is made before it), and ends the manager with
+// the ring's cause when the ring cannot work (its Leases forbidden, say)
+// rather than with a bare cache sync timeout; and Elastic's Reconciler drops the
 // requests for objects this replica released since they were queued,
 // while its Drain, as ring.Config.Drain, holds a release back until the
 // reconciles in progress of the released buckets have returned (see

@@ -223,26 +223,3 @@ func (e *Elastic) land(f *flight) {
 	e.landed = make(chan struct{})
 	e.mu.Unlock()
 }
-
-// AddRing adds r to mgr to run on every replica, started together with
-// the manager's caches instead of after them. mgr.Add(r) is enough (r's
-// NeedLeaderElection is false) when the ring's informers are only made by
-// controllers as they start; but the manager starts plain runnables only
-// once its caches have synced, and a ring informer cannot sync before the
-// ring has planned this replica's buckets, so an informer made before
-// mgr.Start (by mgr.GetFieldIndexer().IndexField, or GetInformer) would
-// hold the manager's start forever under mgr.Add(r). AddRing registers r
-// as a runnable of the caches' group (it reports mgr.GetCache() as its
-// cache, so the manager's readiness check for it is the caches' own).
-func AddRing(mgr manager.Manager, r *ring.Ring) error {
-	return mgr.Add(ringWithCaches{Ring: r, cache: mgr.GetCache()})
-}
-
-// ringWithCaches is a ring as a runnable of the manager's caches' group.
-type ringWithCaches struct {
-	*ring.Ring
-	cache crcache.Cache
-}
-
-// GetCache makes the manager start the ring with its caches.
-func (r ringWithCaches) GetCache() crcache.Cache { return r.cache }

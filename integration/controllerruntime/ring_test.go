@@ -1,0 +1,131 @@
+package controllerruntime
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kreflector/cache/ring"
+)
+
+// forbiddenRingManager builds a manager on cfg whose cache is a ring's,
+// added with AddRing, with a ConfigMap controller whose cache sync
+// timeout is syncTimeout; the ring's Lease calls are all refused with 403
+// while the returned switch is on (it starts on).
+func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Duration) (manager.Manager, *ring.Ring, *atomic.Bool) {
+	t.Helper()
+	var forbidden atomic.Bool
+	forbidden.Store(true)
+	leases := fake.NewClientset()
+	leases.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if !forbidden.Load() {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC: access denied"))
+	})
+	r, err := ring.New(ring.Config{Client: leases.CoordinationV1(), Namespace: "ring", Name: "forbidden", Identity: "a", Buckets: 16,
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Cache:      crcache.Options{NewInformer: r.NewInformer},
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: syncTimeout},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AddRing(mgr, r); err != nil {
+		t.Fatal(err)
+	}
+	got := &seen{keys: map[types.NamespacedName]int{}}
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Named("configmaps").Complete(got); err != nil {
+		t.Fatal(err)
+	}
+	return mgr, r, &forbidden
+}
+
+// A manager whose ring's Leases are forbidden ends with the ring's cause
+// (the forbidden Lease error, wrapped with ring.ErrNotFormed), not with
+// controller-runtime's bare "timed out waiting for cache to be synced".
+func TestManagerOnAForbiddenRingEndsWithTheCause(t *testing.T) {
+	srv := newHTTPServer(t)
+	mgr, _, _ := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(context.Background()) }()
+	select {
+	case err := <-done:
+		if !apierrors.IsForbidden(err) || !errors.Is(err, ring.ErrNotFormed) || !strings.Contains(err.Error(), "cannot work") {
+			t.Fatalf("the manager ended with %v; want the ring's cause: its forbidden Lease calls, ring.ErrNotFormed", err)
+		}
+		t.Logf("the manager ended with: %v", err)
+	case <-time.After(waitLimit):
+		t.Fatal("the manager neither started nor failed")
+	}
+}
+
+// When an informer made before Start holds the manager's caches back, the
+// ring's error cannot end the manager (controller-runtime waits for its
+// caches without a timeout, and cannot even be stopped meanwhile): it is
+// logged at error level instead, the manager goes on waiting, and the ring
+// goes on trying, so that once its Leases are allowed the manager starts.
+func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	srv := newHTTPServer(t)
+	mgr, r, forbidden := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second)
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "v", func(o client.Object) []string {
+		return []string{o.(*corev1.ConfigMap).Data["v"]}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	for logs.find("waits for its caches", "ring", "forbidden") == "" {
+		select {
+		case err := <-done:
+			stop()
+			t.Fatalf("the manager ended (%v) while waiting for its caches", err)
+		case <-ctx.Done():
+			t.Fatalf("no error line names the ring's cause; logged:\n%s", strings.Join(logs.lines, "\n"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if s := r.Status(); !s.Started || !apierrors.IsForbidden(s.LastError) {
+		t.Errorf("the ring's status = %s; want it running, its last error the forbidden Lease call", s)
+	}
+	forbidden.Store(false)
+	if err := r.WaitForSync(ctx); err != nil {
+		t.Fatalf("the ring did not form once its Leases were allowed: %v", err)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the manager ended with %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the manager did not stop")
+	}
+}
