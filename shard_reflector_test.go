@@ -455,3 +455,64 @@ func TestMergedReshardDropsWhatItsListCovered(t *testing.T) {
 		}
 	})
 }
+
+// Shrinking a shard calls no API but the new watch: the objects outside
+// it leave the store in one Replace, at the resume position, and the
+// watch resumes from there with the narrower selector.
+func TestShrinkingAShardListsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		whole, half := mustShard(t, 0, 1), mustShard(t, 0, 2)
+		in, out := shardedCM(t, half, "in", "2", true), shardedCM(t, half, "out", "3", false)
+		lw := newScript([]listReply{{list: echoed(cmList("5", "", in, out), whole)}}, nil)
+		store := cachetest.NewRecordingStore(nil)
+		r := newShardedReflector(lw, store, whole, false)
+		ctx, _ := startReflector(t, r)
+		if err := r.WaitForShard(ctx, whole); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := r.SetShard(half); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WaitForShard(ctx, half); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		calls := lw.recorded()
+		if len(calls) != 3 || !strings.HasPrefix(calls[2], `WATCH rv="5"`) || !strings.HasSuffix(calls[2], "shard="+half.String()) {
+			t.Fatalf("calls %q, want the first LIST, its watch, and a watch from 5 with the half", calls)
+		}
+		if got := store.CallStrings(); !slices.Contains(got, "Replace rv=5 [ns/in@2]") {
+			t.Fatalf("store calls %q, want the half Replaced at 5", got)
+		}
+		if st := r.Stats(); st.ReshardsMerged != 1 || st.Lists[ListReshardAdded] != 0 || st.Lists[ListReshard] != 0 {
+			t.Fatalf("merged %d, lists %v", st.ReshardsMerged, st.Lists)
+		}
+	})
+}
+
+// A resourceVersion that is not an integer cannot order events against
+// a merge's LIST: the reshard relists the whole shard, and says why.
+func TestReshardWithIncomparableVersionsRelistsAndCountsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s0, s1 := mustShard(t, 0, 2), mustShard(t, 1, 2)
+		a, b := shardedCM(t, s0, "a", "x2", true), shardedCM(t, s1, "b", "x3", true)
+		lw := newScript([]listReply{{list: echoed(cmList("x5", "", a), s0)}, {list: echoed(cmList("x6", "", b), s1)}}, nil)
+		r := newShardedReflector(lw, cachetest.NewRecordingStore(nil), s0, false)
+		ctx, _ := startReflector(t, r)
+		if err := r.WaitForShard(ctx, s0); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := r.SetShard(s1); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WaitForShard(ctx, s1); err != nil {
+			t.Fatal(err)
+		}
+		st := r.Stats()
+		if st.ReshardsMerged != 0 || st.Lists[ListReshard] != 1 || st.ReshardFallbacks[FallbackIncomparable] != 1 {
+			t.Fatalf("merged %d, lists %v, fallbacks %v", st.ReshardsMerged, st.Lists, st.ReshardFallbacks)
+		}
+	})
+}
