@@ -47,9 +47,11 @@ func run() error {
 		if err := os.Remove(path); err != nil {
 			return err
 		}
-		// A package left with no file goes too.
-		if entries, err := os.ReadDir(filepath.Dir(path)); err == nil && len(entries) == 0 {
-			_ = os.Remove(filepath.Dir(path))
+		// Directories left empty go too.
+		for dir := filepath.Dir(path); dir != "."; dir = filepath.Dir(dir) {
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 || os.Remove(dir) != nil {
+				break
+			}
 		}
 	}
 	return nil
