@@ -14,6 +14,7 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/informers/internal/typed"
 	"github.com/kreflector/cache/internal/informerset"
 )
 
@@ -210,4 +211,10 @@ func (f *factory) informerFor(obj runtime.Object, build func(time.Duration) clie
 		}
 		return inf
 	})
+}
+
+// typedFactory is the factory as the generated group packages' New is
+// given it: itself, with WithNewInformer's constructor if one was set.
+func (f *factory) typedFactory() internalinterfaces.SharedInformerFactory {
+	return typed.WithNewInformer(f, f.newInformer)
 }

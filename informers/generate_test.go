@@ -2,8 +2,13 @@ package informers_test
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
+	"sort"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
@@ -14,9 +19,10 @@ import (
 	"github.com/kreflector/cache/informers/internal/gen"
 )
 
-// The checked-in zz_generated.go is what the generator writes from the
-// client-go this module requires (CI runs this test; regenerate with
-// `go generate ./informers`).
+// The checked-in generated files (zz_generated.go here and in every
+// package under informers/, zz_generated_test.go) are what the generator
+// writes from the client-go this module requires, and there is no other
+// (CI runs this test; regenerate with `go generate ./informers`).
 func TestGeneratedFileIsUpToDate(t *testing.T) {
 	dir, err := gen.ClientGoDir()
 	if err != nil {
@@ -26,13 +32,30 @@ func TestGeneratedFileIsUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("zz_generated.go")
+	var bad []string
+	for rel, src := range want {
+		got, err := os.ReadFile(filepath.FromSlash(rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			bad = append(bad, rel+": missing")
+		case err != nil:
+			t.Fatal(err)
+		case !bytes.Equal(got, src):
+			bad = append(bad, rel+": differs from the generator's output")
+		}
+	}
+	stale, err := gen.Stale(".", want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("zz_generated.go differs from the generator's output: run `go generate ./informers`")
+	for _, rel := range stale {
+		bad = append(bad, rel+": generated, but the generator no longer writes it")
 	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		t.Fatalf("run `go generate ./informers`:\n%s", strings.Join(bad, "\n"))
+	}
+	t.Logf("%d generated files", len(want))
 }
 
 // accessors calls every group, version and resource accessor of f (found

@@ -1,7 +1,11 @@
-// Package gen reads client-go's generated informers package (its source,
-// with go/parser) and writes this module's informers/zz_generated.go: the
-// group, version and resource accessors of the factory and the table
-// behind ForResource. Run it with `go generate ./informers`.
+// Package gen reads client-go's generated informers packages (their
+// source, with go/parser) and writes this module's: informers/zz_generated.go
+// (the factory's group accessors and the table behind ForResource), one
+// zz_generated.go in each group and version package and in
+// internalinterfaces (client-go's names: its types as aliases, its
+// constructors building this module's informers), and
+// informers/zz_generated_test.go (every one of client-go's names against
+// ours). Run it with `go generate ./informers`.
 package gen
 
 import (
@@ -24,6 +28,7 @@ const clientGoModule = "k8s.io/client-go"
 type group struct {
 	method   string // the factory's method, e.g. "Core"
 	pkg      string // client-go's group package, e.g. ".../informers/core"
+	src      *pkgSource
 	versions []version
 }
 
@@ -31,7 +36,9 @@ type group struct {
 type version struct {
 	method    string // the group's method, e.g. "V1"
 	pkg       string // client-go's version package
-	resources []resource
+	src       *pkgSource
+	resources []resource          // the Interface's accessors, in its order
+	kinds     map[string]resource // every kind with a constructor, by kind
 }
 
 // resource is one informer accessor of a version, with what
@@ -47,6 +54,7 @@ type resource struct {
 	objPkg      string    // import path of the object's type
 	listerPkg   string    // import path of the lister
 	listerFunc  string    // e.g. "NewConfigMapLister"
+	listerType  string    // e.g. "ConfigMapLister"
 }
 
 // forResource is one case of client-go's ForResource: a GVR and the
@@ -58,8 +66,9 @@ type forResource struct {
 
 // model is everything the generated file is written from.
 type model struct {
-	groups  []group
-	generic []forResource
+	groups   []group
+	generic  []forResource
+	internal *pkgSource // informers/internalinterfaces
 }
 
 // file is a parsed source file with its imports by name.
@@ -107,6 +116,74 @@ func parseDir(dir string) ([]*file, error) {
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// pkgSource is one of client-go's packages, parsed.
+type pkgSource struct {
+	path  string // import path
+	name  string // package name
+	files []*file
+}
+
+func loadPkg(root, path string) (*pkgSource, error) {
+	dir, err := dirOf(root, path)
+	if err != nil {
+		return nil, err
+	}
+	files, err := parseDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no Go files", path)
+	}
+	return &pkgSource{path: path, name: files[0].ast.Name.Name, files: files}, nil
+}
+
+// typeDecl is an exported type declaration of a package.
+type typeDecl struct {
+	name string
+	spec *ast.TypeSpec
+}
+
+// funcDecl is an exported function (no receiver) of a package.
+type funcDecl struct {
+	f  *file
+	fd *ast.FuncDecl
+}
+
+// exported lists the package's exported types and functions in file and
+// source order; exported variables and constants are an error (the
+// generator would not know what to make of them).
+func (p *pkgSource) exported() ([]typeDecl, []funcDecl, error) {
+	var types []typeDecl
+	var funcs []funcDecl
+	for _, f := range p.files {
+		for _, d := range f.ast.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					funcs = append(funcs, funcDecl{f, d})
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							types = append(types, typeDecl{s.Name.Name, s})
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								return nil, nil, fmt.Errorf("%s: exported %s %s is not handled", p.path, d.Tok, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return types, funcs, nil
 }
 
 // method is one method of an interface: its name and result type.

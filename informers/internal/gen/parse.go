@@ -20,6 +20,9 @@ func load(dir string) (*model, error) {
 		return nil, err
 	}
 	m := &model{}
+	if m.internal, err = loadPkg(dir, clientGoModule+"/informers/internalinterfaces"); err != nil {
+		return nil, err
+	}
 	for _, g := range groups {
 		grp, err := loadGroup(dir, g[0], g[1])
 		if err != nil {
@@ -47,19 +50,20 @@ func dirOf(root, pkg string) (string, error) {
 }
 
 func loadGroup(root, name, pkg string) (group, error) {
-	dir, err := dirOf(root, pkg)
+	src, err := loadPkg(root, pkg)
 	if err != nil {
 		return group{}, err
 	}
-	f, err := parseFile(filepath.Join(dir, "interface.go"))
-	if err != nil {
-		return group{}, err
+	var vs [][2]string
+	for _, f := range src.files {
+		if got, err := pkgInterfaces(f, "Interface"); err == nil {
+			vs = got
+		}
 	}
-	vs, err := pkgInterfaces(f, "Interface")
-	if err != nil {
-		return group{}, err
+	if vs == nil {
+		return group{}, fmt.Errorf("%s: no Interface", pkg)
 	}
-	g := group{method: name, pkg: pkg}
+	g := group{method: name, pkg: pkg, src: src}
 	for _, v := range vs {
 		ver, err := loadVersion(root, v[0], v[1])
 		if err != nil {
@@ -71,17 +75,13 @@ func loadGroup(root, name, pkg string) (group, error) {
 }
 
 func loadVersion(root, name, pkg string) (version, error) {
-	dir, err := dirOf(root, pkg)
-	if err != nil {
-		return version{}, err
-	}
-	files, err := parseDir(dir)
+	src, err := loadPkg(root, pkg)
 	if err != nil {
 		return version{}, err
 	}
 	kinds := map[string]resource{}
 	var methods []method
-	for _, f := range files {
+	for _, f := range src.files {
 		if ms, err := interfaceMethods(f, "Interface"); err == nil {
 			methods = ms
 		}
@@ -89,7 +89,7 @@ func loadVersion(root, name, pkg string) (version, error) {
 			return version{}, err
 		}
 	}
-	v := version{method: name, pkg: pkg}
+	v := version{method: name, pkg: pkg, src: src, kinds: kinds}
 	for _, m := range methods {
 		id, ok := m.result.(*ast.Ident)
 		kind := strings.TrimSuffix(strings.TrimPrefix(identName(id), "Typed"), "Informer")
@@ -114,7 +114,7 @@ func identName(id *ast.Ident) string {
 // NewTyped<Kind>InformerWithOptions f declares, with its lister.
 func collectResources(f *file, kinds map[string]resource) error {
 	var found []resource
-	var listerPkg, listerFunc string
+	var listerPkg, listerFunc, listerType string
 	for _, d := range f.ast.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {
@@ -131,16 +131,32 @@ func collectResources(f *file, kinds map[string]resource) error {
 		}
 		if name == "Lister" && fd.Recv != nil {
 			listerPkg, listerFunc = listerCall(f, fd)
+			listerType = resultName(fd)
 		}
 	}
 	for _, r := range found {
 		if listerFunc == "" {
 			return fmt.Errorf("%s: no Lister method", r.kind)
 		}
-		r.listerPkg, r.listerFunc = listerPkg, listerFunc
+		if listerType == "" {
+			return fmt.Errorf("%s: the Lister method's result is not <pkg>.<Type>", r.kind)
+		}
+		r.listerPkg, r.listerFunc, r.listerType = listerPkg, listerFunc, listerType
 		kinds[r.kind] = r
 	}
 	return nil
+}
+
+// resultName is the type name of a method's one result <pkg>.<Type>.
+func resultName(fd *ast.FuncDecl) string {
+	res := fd.Type.Results
+	if res == nil || len(res.List) != 1 {
+		return ""
+	}
+	if sel, ok := res.List[0].Type.(*ast.SelectorExpr); ok {
+		return sel.Sel.Name
+	}
+	return ""
 }
 
 func cutAround(s, prefix, suffix string) (string, bool) {
