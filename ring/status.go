@@ -54,7 +54,10 @@ type Status struct {
 	// shard selectors (kube-apiserver without the ShardedListAndWatch
 	// gate): they receive and decode every object and keep only those of
 	// the buckets they cache. Handling is exact all the same; only the
-	// network and decoding savings are lost.
+	// network and decoding savings are lost. An informer counts once it
+	// has seen it: a LIST without its selector's echo, or objects outside
+	// its shard (one whose shard only shrank since its last LIST finds out
+	// from the first events it must drop).
 	FilteringLocally int
 	// LastError is the last error of a ring call or of a drain, with when.
 	LastError   error

@@ -60,6 +60,13 @@ func TestRingOnAServerWithoutTheGateFiltersLocally(t *testing.T) {
 		g.join("b")
 		g.waitFormed(30 * time.Second)
 		g.step("join 2→3", 1.0/3, graceful, func() { g.join("c") })
+		// A replica whose shard only shrank (merged, no LIST) learns that
+		// the server ignores its selector from the events it must drop.
+		for _, o := range g.objects {
+			if _, err := g.cms.Update(ctx, touch(o), metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		g.sampleFor(5 * time.Second)
 		for name, rp := range g.replicas {
 			if s := rp.ring.Status(); s.FilteringLocally != 1 {
