@@ -2,6 +2,7 @@ package ring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -87,10 +88,14 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext is Run until ctx ends.
 func (i *Informer) RunWithContext(ctx context.Context) {
+	defer i.stopped()
 	if !i.ring.reg.start(ctx, i) {
+		// Run the root informer with the ended context all the same: it
+		// returns at once, stopped, so that its WaitForSync and Health
+		// say it stopped.
+		i.SharedIndexInformer.RunWithContext(ctx)
 		return
 	}
-	defer i.stopped()
 	i.SharedIndexInformer.RunWithContext(ctx)
 }
 
@@ -165,7 +170,8 @@ func (i *Informer) reporter() cache.InformerHealthReporter {
 
 // WaitForSync blocks until the ring is formed (this replica handles all
 // the buckets the ring plans for it) and the informer has synced (nil),
-// or ctx ends. The error then wraps, when the ring is not formed, the
+// or ctx ends, or the informer stops without having synced (at once if it
+// already has; the error then wraps cache.ErrStopped). The error wraps, when the ring is not formed, the
 // ring's (Ring.WaitForSync: ErrNotFormed and the ring's last error, so
 // apierrors.IsForbidden works for forbidden Leases; its Status says
 // whether Run was called, whether it is fenced or not ready, whom it
@@ -173,8 +179,18 @@ func (i *Informer) reporter() cache.InformerHealthReporter {
 // WaitForSync error (cache.ErrNotSynced with the last list/watch error):
 // a ring that cannot form because its informer cannot list says both.
 func (i *Informer) WaitForSync(ctx context.Context) error {
-	ringErr := i.ring.WaitForSync(ctx)
-	infErr := i.reporter().WaitForSync(ctx)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	inf := make(chan error, 1)
+	go func() {
+		err := i.reporter().WaitForSync(ctx)
+		if errors.Is(err, cache.ErrStopped) {
+			cancel() // nothing will make it sync: stop waiting for the ring
+		}
+		inf <- err
+	}()
+	ringErr := i.ring.WaitForSync(rctx)
+	infErr := <-inf
 	switch {
 	case ringErr == nil:
 		return infErr

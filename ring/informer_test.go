@@ -9,9 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/cachetest"
 )
 
 // A ring informer answers the root informer's health API (the factories
@@ -74,5 +76,31 @@ func TestInformerReportsHealthAndWaitsForTheRing(t *testing.T) {
 			}
 		}
 		g.leave("a")
+	})
+}
+
+// A ring informer that has stopped without syncing says so at once, even
+// while its ring is not formed (here never run): nothing will sync it.
+func TestStoppedRingInformerWaitForSyncReturns(t *testing.T) {
+	inBubble(t, func(t *testing.T, ctx context.Context) {
+		r, err := New(Config{Client: fake.NewClientset().CoordinationV1(), Namespace: "ring", Name: "test", Identity: "a", Buckets: rigBuckets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := cachetest.NewServer(cachetest.Options{})
+		defer srv.Close()
+		cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+		inf := r.NewInformer(cms, &corev1.ConfigMap{}, 0, clientgocache.Indexers{}).(*Informer)
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); inf.RunWithContext(rctx) }()
+		synctest.Wait()
+		stop()
+		<-done
+		start := time.Now()
+		err = inf.WaitForSync(ctx)
+		if !errors.Is(err, cache.ErrStopped) || time.Since(start) != 0 {
+			t.Fatalf("WaitForSync after the stop: %v after %v, want cache.ErrStopped at once", err, time.Since(start))
+		}
 	})
 }
