@@ -10,17 +10,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
-	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/informerset"
-	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // TweakListOptionsFunc changes the options of every LIST and WATCH.
@@ -38,17 +34,29 @@ type DynamicSharedInformerFactory interface {
 	WaitForSync(ctx context.Context) error
 }
 
+// factory builds GVRs' informers; informerset.GVRFactory gives it
+// ForResource, Start, StartWithContext, Shutdown and the waits.
 type factory struct {
+	*informerset.GVRFactory
 	client        dynamic.Interface
 	defaultResync time.Duration
 	namespace     string
 	tweak         TweakListOptionsFunc
 	newInformer   NewInformerFunc
-
-	informers informerset.Set[schema.GroupVersionResource, informers.GenericInformer]
 }
 
 var _ clientgodynamicinformer.DynamicSharedInformerFactory = &factory{}
+
+// newFactory returns a factory for all namespaces, configured by options
+// in order.
+func newFactory(client dynamic.Interface, defaultResync time.Duration, options ...Option) *factory {
+	f := &factory{client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll}
+	f.GVRFactory = informerset.NewGVRFactory(f.build)
+	for _, o := range options {
+		o(f)
+	}
+	return f
+}
 
 // NewDynamicSharedInformerFactory returns a factory for all namespaces
 // whose informers resync every defaultResync (0: never).
@@ -60,18 +68,13 @@ func NewDynamicSharedInformerFactory(client dynamic.Interface, defaultResync tim
 // informers watch namespace only and apply tweak (if not nil) to their
 // LIST and WATCH options.
 func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, namespace string, tweak TweakListOptionsFunc) DynamicSharedInformerFactory {
-	return &factory{
-		client:        client,
-		defaultResync: defaultResync,
-		namespace:     namespace,
-		tweak:         tweak,
-	}
+	return newFactory(client, defaultResync, WithNamespace(namespace), WithTweakListOptions(tweak))
 }
 
 // NewInformerFunc has client-go's NewSharedIndexInformer signature (and
 // controller-runtime's cache.Options.NewInformer type), as ring.Ring's
 // NewInformer has.
-type NewInformerFunc = func(clientgocache.ListerWatcher, runtime.Object, time.Duration, clientgocache.Indexers) clientgocache.SharedIndexInformer
+type NewInformerFunc = informerset.NewInformerFunc
 
 // Option configures NewDynamicSharedInformerFactoryWithOptions (client-go's
 // dynamic factory has no options; this package's adds them).
@@ -89,8 +92,9 @@ func WithTweakListOptions(tweak TweakListOptionsFunc) Option {
 // (given the GVR's ListerWatcher, an *unstructured.Unstructured, the
 // resync period and the namespace index) instead of this module's
 // constructor: with a ring's NewInformer, every informer of the factory
-// is a ring informer. The factory's WaitForSync needs what it builds to
-// type-assert to cache.InformerHealthReporter, as ring informers do.
+// is a ring informer. The factory's WaitForSync uses the WaitForSync of
+// what it builds when that type-asserts to cache.InformerHealthReporter
+// (ring informers do), else waits for its HasSynced until ctx ends.
 func WithNewInformer(newInformer NewInformerFunc) Option {
 	return func(f *factory) { f.newInformer = newInformer }
 }
@@ -99,51 +103,11 @@ func WithNewInformer(newInformer NewInformerFunc) Option {
 // namespaces whose informers resync every defaultResync (0: never),
 // configured by options in order.
 func NewDynamicSharedInformerFactoryWithOptions(client dynamic.Interface, defaultResync time.Duration, options ...Option) DynamicSharedInformerFactory {
-	f := &factory{client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll}
-	for _, o := range options {
-		o(f)
-	}
-	return f
+	return newFactory(client, defaultResync, options...)
 }
 
-// ForResource returns the informer of gvr, building it on first request
-// (with the namespace index, as client-go's does).
-func (f *factory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
-	return f.informers.GetOrAdd(gvr, func() informers.GenericInformer {
-		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-		if f.newInformer != nil {
-			lw := listwatch.New(f.client.Resource(gvr).Namespace(f.namespace), f.tweak)
-			inf := f.newInformer(clientgocache.ToListWatcherWithWatchListSemantics(lw, f.client), &unstructured.Unstructured{}, f.defaultResync, indexers)
-			return &dynamicInformer{informer: inf, gvr: gvr}
-		}
-		return NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync, indexers, f.tweak)
-	})
-}
-
-// Start runs, each in a goroutine until stopCh closes, the informers
-// requested since the last Start; it does nothing once Shutdown is called.
-func (f *factory) Start(stopCh <-chan struct{}) {
-	f.informers.Start(func(inf informers.GenericInformer) { inf.Informer().Run(stopCh) })
-}
-
-// Shutdown stops Start from starting informers and waits until every
-// informer started has returned (close Start's channel first or meanwhile).
-func (f *factory) Shutdown() { f.informers.Shutdown() }
-
-// WaitForCacheSync waits until every started informer has synced or
-// stopCh closes, and reports each one's HasSynced.
-func (f *factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
-	started, _ := f.informers.Snapshot()
-	res := make(map[schema.GroupVersionResource]bool, len(started))
-	for gvr, inf := range started {
-		res[gvr] = clientgocache.WaitForCacheSync(stopCh, inf.Informer().HasSynced)
-	}
-	return res
-}
-
-// WaitForSync: see DynamicSharedInformerFactory.
-func (f *factory) WaitForSync(ctx context.Context) error {
-	return f.informers.WaitForSync(ctx, cache.ErrNotSynced, func(ctx context.Context, inf informers.GenericInformer) error {
-		return inf.Informer().(cache.InformerHealthReporter).WaitForSync(ctx)
-	})
+// build builds gvr's informer (with the namespace index, as client-go's
+// does), on ForResource's first request for it.
+func (f *factory) build(gvr schema.GroupVersionResource) informers.GenericInformer {
+	return newInformer(f.client, gvr, f.namespace, f.defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak, f.newInformer)
 }

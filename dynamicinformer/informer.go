@@ -11,7 +11,7 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
-	"github.com/kreflector/cache/internal/listwatch"
+	"github.com/kreflector/cache/internal/informerset"
 )
 
 // NewFilteredDynamicInformer returns this module's informer of gvr's
@@ -19,28 +19,16 @@ import (
 // tweak (if not nil) applied to its LIST and WATCH options, with
 // client-go's dynamic lister. It is not shared: prefer a factory.
 func NewFilteredDynamicInformer(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc) informers.GenericInformer {
-	rc := client.Resource(gvr).Namespace(namespace)
-	lw := listwatch.New(rc, tweak)
-	inf := cache.NewSharedIndexInformerWithOptions(clientgocache.ToListWatcherWithWatchListSemantics(lw, client), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
-		ResyncPeriod:      resyncPeriod,
-		Indexers:          indexers,
-		ObjectDescription: gvr.String(),
+	return newInformer(client, gvr, namespace, resyncPeriod, indexers, tweak, nil)
+}
+
+// newInformer is NewFilteredDynamicInformer, built by build if not nil.
+func newInformer(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers cache.Indexers, tweak TweakListOptionsFunc, build NewInformerFunc) informers.GenericInformer {
+	return informerset.NewGVRInformer(client.Resource(gvr).Namespace(namespace), tweak, informerset.GVRInformer{
+		GVR: gvr, Client: client, Example: &unstructured.Unstructured{},
+		Resync: resync, Indexers: indexers, NewInformer: build,
+		Lister: func(idx clientgocache.Indexer) clientgocache.GenericLister {
+			return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(idx, gvr))
+		},
 	})
-	return &dynamicInformer{informer: inf, gvr: gvr}
-}
-
-// dynamicInformer is NewFilteredDynamicInformer's result.
-type dynamicInformer struct {
-	informer clientgocache.SharedIndexInformer
-	gvr      schema.GroupVersionResource
-}
-
-var _ informers.GenericInformer = &dynamicInformer{}
-
-// Informer returns this module's informer.
-func (d *dynamicInformer) Informer() clientgocache.SharedIndexInformer { return d.informer }
-
-// Lister returns client-go's dynamic lister over the informer's indexer.
-func (d *dynamicInformer) Lister() clientgocache.GenericLister {
-	return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(d.informer.GetIndexer(), d.gvr))
 }
