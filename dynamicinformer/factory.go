@@ -10,12 +10,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/informerset"
 )
 
@@ -34,15 +32,10 @@ type DynamicSharedInformerFactory interface {
 	WaitForSync(ctx context.Context) error
 }
 
-// factory builds GVRs' informers; informerset.GVRFactory gives it
-// ForResource, Start, StartWithContext, Shutdown and the waits.
+// factory is informerset's GVR factory of unstructured objects; its
+// options set the GVRConfig.
 type factory struct {
-	*informerset.GVRFactory
-	client        dynamic.Interface
-	defaultResync time.Duration
-	namespace     string
-	tweak         TweakListOptionsFunc
-	newInformer   NewInformerFunc
+	*informerset.GVRFactory[dynamic.Interface, *unstructured.UnstructuredList]
 }
 
 var _ clientgodynamicinformer.DynamicSharedInformerFactory = &factory{}
@@ -50,8 +43,7 @@ var _ clientgodynamicinformer.DynamicSharedInformerFactory = &factory{}
 // newFactory returns a factory for all namespaces, configured by options
 // in order.
 func newFactory(client dynamic.Interface, defaultResync time.Duration, options ...Option) *factory {
-	f := &factory{client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll}
-	f.GVRFactory = informerset.NewGVRFactory(f.build)
+	f := &factory{informerset.NewGVRFactory(client, unstructuredKind, defaultResync)}
 	for _, o := range options {
 		o(f)
 	}
@@ -81,11 +73,11 @@ type NewInformerFunc = informerset.NewInformerFunc
 type Option func(*factory)
 
 // WithNamespace limits the factory's informers to namespace.
-func WithNamespace(namespace string) Option { return func(f *factory) { f.namespace = namespace } }
+func WithNamespace(namespace string) Option { return func(f *factory) { f.Namespace = namespace } }
 
 // WithTweakListOptions applies tweak to every LIST and WATCH.
 func WithTweakListOptions(tweak TweakListOptionsFunc) Option {
-	return func(f *factory) { f.tweak = tweak }
+	return func(f *factory) { f.Tweak = tweak }
 }
 
 // WithNewInformer makes newInformer build every informer of the factory
@@ -96,7 +88,7 @@ func WithTweakListOptions(tweak TweakListOptionsFunc) Option {
 // what it builds when that type-asserts to cache.InformerHealthReporter
 // (ring informers do), else waits for its HasSynced until ctx ends.
 func WithNewInformer(newInformer NewInformerFunc) Option {
-	return func(f *factory) { f.newInformer = newInformer }
+	return func(f *factory) { f.NewInformer = newInformer }
 }
 
 // NewDynamicSharedInformerFactoryWithOptions returns a factory for all
@@ -104,10 +96,4 @@ func WithNewInformer(newInformer NewInformerFunc) Option {
 // configured by options in order.
 func NewDynamicSharedInformerFactoryWithOptions(client dynamic.Interface, defaultResync time.Duration, options ...Option) DynamicSharedInformerFactory {
 	return newFactory(client, defaultResync, options...)
-}
-
-// build builds gvr's informer (with the namespace index, as client-go's
-// does), on ForResource's first request for it.
-func (f *factory) build(gvr schema.GroupVersionResource) informers.GenericInformer {
-	return newInformer(f.client, gvr, f.namespace, f.defaultResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak, f.newInformer)
 }

@@ -20,46 +20,114 @@ import (
 // factories' WithNewInformer takes one (a ring's NewInformer, say).
 type NewInformerFunc = func(clientgocache.ListerWatcher, runtime.Object, time.Duration, clientgocache.Indexers) clientgocache.SharedIndexInformer
 
-// GVRFactory is the part of a factory keyed by GVR (dynamicinformer,
-// metadatainformer) that does not depend on what it lists: ForResource
-// over a build function, Start, Shutdown and the waits. A factory embeds
-// it, so these methods are the factory's.
-type GVRFactory struct {
-	build func(schema.GroupVersionResource) informers.GenericInformer
-	set   Set[schema.GroupVersionResource, informers.GenericInformer]
+// GVRKind is what tells the factories keyed by GVR apart: the client C
+// (dynamic or metadata), its resource clients listing L, the object the
+// informers hold and client-go's lister of it.
+type GVRKind[C any, L runtime.Object] struct {
+	// Resource is client's resource client for gvr in namespace.
+	Resource func(client C, gvr schema.GroupVersionResource, namespace string) listwatch.Client[L]
+	// Example returns the informers' example object.
+	Example func() runtime.Object
+	// Lister is client-go's lister of gvr over idx, so its values are
+	// client-go's.
+	Lister func(idx clientgocache.Indexer, gvr schema.GroupVersionResource) clientgocache.GenericLister
 }
 
-// NewGVRFactory returns a GVRFactory whose ForResource builds a GVR's
-// informer with build on its first request.
-func NewGVRFactory(build func(schema.GroupVersionResource) informers.GenericInformer) *GVRFactory {
-	return &GVRFactory{build: build}
+// New builds gvr's informer of namespace ("" for all) as client-go's
+// dynamic and metadata informers build theirs: over the resource
+// client's ListWatch (tweak, if not nil, applied to every LIST and WATCH)
+// wrapped with client's WatchList semantics (a fake client is LISTed);
+// this module's informer, described by the GVR, unless newInformer (if
+// not nil) builds it.
+func (k GVRKind[C, L]) New(client C, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers clientgocache.Indexers, tweak func(*metav1.ListOptions), newInformer NewInformerFunc) informers.GenericInformer {
+	lw := clientgocache.ToListWatcherWithWatchListSemantics(listwatch.New(k.Resource(client, gvr, namespace), tweak), client)
+	var inf clientgocache.SharedIndexInformer
+	if newInformer != nil {
+		inf = newInformer(lw, k.Example(), resync, indexers)
+	} else {
+		inf = cache.NewSharedIndexInformerWithOptions(lw, k.Example(), cache.SharedIndexInformerOptions{
+			ResyncPeriod:      resync,
+			Indexers:          indexers,
+			ObjectDescription: gvr.String(),
+		})
+	}
+	return &generic{informer: inf, lister: func() clientgocache.GenericLister { return k.Lister(inf.GetIndexer(), gvr) }}
 }
 
-// ForResource returns the informer of gvr, built on its first request:
-// later requests get the same one.
-func (f *GVRFactory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
-	return f.set.GetOrAdd(gvr, func() informers.GenericInformer { return f.build(gvr) })
+// generic is GVRKind.New's GenericInformer.
+type generic struct {
+	informer clientgocache.SharedIndexInformer
+	lister   func() clientgocache.GenericLister
+}
+
+// Informer returns the informer built (this module's, unless a
+// NewInformerFunc built another).
+func (g *generic) Informer() clientgocache.SharedIndexInformer { return g.informer }
+
+// Lister returns client-go's lister over the informer's indexer.
+func (g *generic) Lister() clientgocache.GenericLister { return g.lister() }
+
+// GVRConfig is what a GVR factory's options set.
+type GVRConfig struct {
+	Namespace string // "" (metav1.NamespaceAll) for all
+	Resync    time.Duration
+	Tweak     func(*metav1.ListOptions)
+	// Transform, if not nil, is set on every informer built.
+	Transform clientgocache.TransformFunc
+	// NewInformer, if not nil, builds every informer instead of this
+	// module's constructor.
+	NewInformer NewInformerFunc
+}
+
+// GVRFactory is a factory keyed by GVR (dynamicinformer's and
+// metadatainformer's): ForResource, Start, StartWithContext, Shutdown
+// and the waits. A package's factory embeds it and sets its GVRConfig.
+type GVRFactory[C any, L runtime.Object] struct {
+	GVRConfig
+	client C
+	kind   GVRKind[C, L]
+	set    Set[schema.GroupVersionResource, informers.GenericInformer]
+}
+
+// NewGVRFactory returns a factory of kind's informers over client, for
+// all namespaces, resyncing every resync (0: never).
+func NewGVRFactory[C any, L runtime.Object](client C, kind GVRKind[C, L], resync time.Duration) *GVRFactory[C, L] {
+	return &GVRFactory[C, L]{GVRConfig: GVRConfig{Namespace: metav1.NamespaceAll, Resync: resync}, client: client, kind: kind}
+}
+
+// ForResource returns the informer of gvr, built on its first request
+// (with the namespace index, as client-go's; the transform set): later
+// requests get the same one.
+func (f *GVRFactory[C, L]) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
+	return f.set.GetOrAdd(gvr, func() informers.GenericInformer {
+		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		gi := f.kind.New(f.client, gvr, f.Namespace, f.Resync, indexers, f.Tweak, f.NewInformer)
+		if f.Transform != nil {
+			_ = gi.Informer().SetTransform(f.Transform) // not started yet: cannot fail
+		}
+		return gi
+	})
 }
 
 // Start runs, each in a goroutine until stopCh closes, the informers
 // requested since the last Start; it does nothing once Shutdown is called.
-func (f *GVRFactory) Start(stopCh <-chan struct{}) {
+func (f *GVRFactory[C, L]) Start(stopCh <-chan struct{}) {
 	f.StartWithContext(wait.ContextForChannel(stopCh))
 }
 
 // StartWithContext is Start until ctx ends.
-func (f *GVRFactory) StartWithContext(ctx context.Context) {
+func (f *GVRFactory[C, L]) StartWithContext(ctx context.Context) {
 	f.set.Start(func(inf informers.GenericInformer) { inf.Informer().RunWithContext(ctx) })
 }
 
 // Shutdown stops Start from starting informers and waits until every
 // informer started has returned (stop them first: close Start's channel
 // or end its context). It may be called more than once, concurrently.
-func (f *GVRFactory) Shutdown() { f.set.Shutdown() }
+func (f *GVRFactory[C, L]) Shutdown() { f.set.Shutdown() }
 
 // WaitForCacheSync waits until every started informer has synced or
 // stopCh closes, and reports each one's HasSynced.
-func (f *GVRFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
+func (f *GVRFactory[C, L]) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
 	started, _ := f.set.Snapshot()
 	res := make(map[schema.GroupVersionResource]bool, len(started))
 	for gvr, inf := range started {
@@ -73,7 +141,7 @@ func (f *GVRFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVe
 // names each GVR not synced, with its informer's WaitForSync error (the
 // last list/watch error; cache.ErrStopped if it stopped) or that it was
 // requested after the last Start.
-func (f *GVRFactory) WaitForSync(ctx context.Context) error {
+func (f *GVRFactory[C, L]) WaitForSync(ctx context.Context) error {
 	return f.set.WaitForSync(ctx, cache.ErrNotSynced, func(ctx context.Context, inf informers.GenericInformer) error {
 		return WaitOne(ctx, inf.Informer())
 	})
@@ -91,54 +159,3 @@ func WaitOne(ctx context.Context, inf clientgocache.SharedIndexInformer) error {
 	}
 	return fmt.Errorf("%w: %w", cache.ErrNotSynced, context.Cause(ctx))
 }
-
-// GVRInformer says how to build one GVR's informer.
-type GVRInformer struct {
-	GVR schema.GroupVersionResource
-	// Client is the client the ListWatch's resource client came from;
-	// its WatchList semantics are the ListWatch's.
-	Client  any
-	Example runtime.Object
-	Resync  time.Duration
-	// Indexers are the informer's; the factories give the namespace index.
-	Indexers clientgocache.Indexers
-	// NewInformer, if not nil, builds the informer instead of this
-	// module's constructor.
-	NewInformer NewInformerFunc
-	// Lister makes the GenericInformer's lister over the indexer:
-	// client-go's own, so its values are client-go's.
-	Lister func(clientgocache.Indexer) clientgocache.GenericLister
-}
-
-// NewGVRInformer builds one GVR's informer as client-go's dynamic and
-// metadata informers build theirs: over rc's ListWatch (tweak, if not
-// nil, applied to every LIST and WATCH) wrapped with the client's
-// WatchList semantics (a fake client is LISTed); this module's informer,
-// described by the GVR, unless spec.NewInformer builds it.
-func NewGVRInformer[L runtime.Object](rc listwatch.Client[L], tweak func(*metav1.ListOptions), spec GVRInformer) informers.GenericInformer {
-	lw := clientgocache.ToListWatcherWithWatchListSemantics(listwatch.New(rc, tweak), spec.Client)
-	var inf clientgocache.SharedIndexInformer
-	if spec.NewInformer != nil {
-		inf = spec.NewInformer(lw, spec.Example, spec.Resync, spec.Indexers)
-	} else {
-		inf = cache.NewSharedIndexInformerWithOptions(lw, spec.Example, cache.SharedIndexInformerOptions{
-			ResyncPeriod:      spec.Resync,
-			Indexers:          spec.Indexers,
-			ObjectDescription: spec.GVR.String(),
-		})
-	}
-	return &generic{informer: inf, lister: spec.Lister}
-}
-
-// generic is NewGVRInformer's GenericInformer.
-type generic struct {
-	informer clientgocache.SharedIndexInformer
-	lister   func(clientgocache.Indexer) clientgocache.GenericLister
-}
-
-// Informer returns the informer built (this module's, unless
-// GVRInformer.NewInformer built another).
-func (g *generic) Informer() clientgocache.SharedIndexInformer { return g.informer }
-
-// Lister returns the GVR's lister over the informer's indexer.
-func (g *generic) Lister() clientgocache.GenericLister { return g.lister(g.informer.GetIndexer()) }
