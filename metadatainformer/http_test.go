@@ -1,16 +1,14 @@
 package metadatainformer_test
 
 import (
-	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/metadata"
 
 	"github.com/kreflector/cache/cachetest"
+	"github.com/kreflector/cache/internal/factorytest"
 	"github.com/kreflector/cache/metadatainformer"
 )
 
@@ -27,27 +25,17 @@ func TestMetadataFactoryOverHTTP(t *testing.T) {
 	}
 	f := metadatainformer.NewFilteredSharedInformerFactory(client, 0, "a", nil)
 	lister := f.ForResource(pods).Lister()
-	start(t, f)
-	got, err := lister.List(labels.Everything())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k := keys(t, got); !slices.Equal(k, []string{"a/one", "a/two"}) {
-		t.Fatalf("cache holds %v, want [a/one a/two]", k)
-	}
+	factorytest.Start(t, f)
+	factorytest.Holds[*metav1.PartialObjectMetadata](t, lister, "a/one", "a/two")
 	if _, err := res.Create(t.Context(), pod("a", "three"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if _, err := lister.ByNamespace("a").Get("three"); err == nil {
-			return
+	factorytest.Eventually(t, func() string {
+		if _, err := lister.ByNamespace("a").Get("three"); err != nil {
+			return "a Pod created after the sync never reached the cache: " + err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("a Pod created after the sync never reached the cache")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 func pod(ns, name string) *corev1.Pod {
