@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -43,21 +42,7 @@ import (
 // (processes per implementation and size, default 3) change the work.
 // Page files go beside the memory benchmark's, in .cache/membench.
 func BenchmarkMetadataMemory(b *testing.B) {
-	sizes, err := parseMemSizes(cmpEnv("KREFLECTOR_METABENCH_SIZES", "10000"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	runs, err := strconv.Atoi(cmpEnv("KREFLECTOR_METABENCH_RUNS", "3"))
-	if err != nil || runs < 1 {
-		b.Fatalf("bad KREFLECTOR_METABENCH_RUNS: %v", err)
-	}
-	dir, err := memPagesDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
+	sizes, runs, dir := memBenchSettings(b, "KREFLECTOR_METABENCH", "10000")
 	all := map[memKey][]memResult{}
 	for _, n := range sizes {
 		if err := writeMetaPages(metaPagesPath(dir, n), n); err != nil {
