@@ -28,18 +28,7 @@ import (
 // root (about 4 GB at the default sizes), kept for the next run. It prints
 // a table of medians and the goals of issue 20 against them.
 func BenchmarkMemorySideBySide(b *testing.B) {
-	sizes, err := parseMemSizes(cmpEnv("KREFLECTOR_MEMBENCH_SIZES", "10000,100000"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	runs, err := strconv.Atoi(cmpEnv("KREFLECTOR_MEMBENCH_RUNS", "3"))
-	if err != nil || runs < 1 {
-		b.Fatalf("bad KREFLECTOR_MEMBENCH_RUNS: %v", err)
-	}
-	dir, err := memPagesDir()
-	if err != nil {
-		b.Fatal(err)
-	}
+	sizes, runs, dir := memBenchSettings(b, "KREFLECTOR_MEMBENCH", "10000,100000")
 	if err := writeAllMemPages(dir, sizes); err != nil {
 		b.Fatal(err)
 	}
@@ -60,6 +49,28 @@ func BenchmarkMemorySideBySide(b *testing.B) {
 		}
 	}
 	printMemTables(os.Stdout, sizes, runs, all)
+}
+
+// memBenchSettings reads a memory benchmark's settings: the sizes from
+// prefix+"_SIZES" (default sizes), the processes per implementation and
+// size from prefix+"_RUNS" (default 3); and makes the page files'
+// directory.
+func memBenchSettings(b *testing.B, prefix, sizesDefault string) (sizes []int, runs int, dir string) {
+	sizes, err := parseMemSizes(cmpEnv(prefix+"_SIZES", sizesDefault))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs, err = strconv.Atoi(cmpEnv(prefix+"_RUNS", "3"))
+	if err != nil || runs < 1 {
+		b.Fatalf("bad %s_RUNS: %v", prefix, err)
+	}
+	if dir, err = memPagesDir(); err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sizes, runs, dir
 }
 
 // memPagesDir is .cache/membench in the module's root: the nearest

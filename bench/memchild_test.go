@@ -45,6 +45,8 @@ type memChildConfig struct {
 	// TimeOnly: only the decoding and sync-time phases (the protobuf
 	// runs, which answer how much the encoding changes the sync time).
 	TimeOnly bool
+	// Metadata: the metadata-only benchmark's process (memmeta_test.go).
+	Metadata bool `json:",omitempty"`
 	// SideBySide: every implementation in turn in this one process,
 	// timed (memside_test.go); Impl is memSideImpl.
 	SideBySide bool
@@ -131,6 +133,9 @@ func TestMemChild(t *testing.T) {
 // with 5% changed, one with all changed (peaks sampled), and last, at the
 // default GOGC again, watch events.
 func runMemChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
+	if cfg.Metadata {
+		return runMetaChild(ctx, cfg)
+	}
 	newInf, ok := memImpls[cfg.Impl]
 	if !ok && !cfg.SideBySide {
 		return nil, fmt.Errorf("membench: no implementation %q", cfg.Impl)

@@ -21,6 +21,9 @@ import (
 // what it delivers. It does not offer WatchList, so both informers LIST.
 type memLW struct {
 	dec apiruntime.Decoder
+	// newList returns what a page decodes into: a PodList, unless set
+	// otherwise (a PartialObjectMetadataList for the metadata benchmark).
+	newList func() apiruntime.Object
 
 	mu    sync.Mutex
 	pages pageSource
@@ -29,7 +32,8 @@ type memLW struct {
 }
 
 func newMemLW(dec apiruntime.Decoder, pages pageSource) *memLW {
-	return &memLW{dec: dec, pages: pages, opened: make(chan *memWatch, 64)}
+	return &memLW{dec: dec, pages: pages, opened: make(chan *memWatch, 64),
+		newList: func() apiruntime.Object { return &corev1.PodList{} }}
 }
 
 // serve makes later LISTs answer from pages.
@@ -65,7 +69,7 @@ func (l *memLW) ListWithContext(_ context.Context, opts metav1.ListOptions) (api
 	if err != nil {
 		return nil, err
 	}
-	obj, _, err := l.dec.Decode(b, nil, &corev1.PodList{})
+	obj, _, err := l.dec.Decode(b, nil, l.newList())
 	return obj, err
 }
 

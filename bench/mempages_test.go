@@ -76,10 +76,18 @@ func memPagesPath(dir string, n, v int, encoding string) string {
 // unless it is there already: each page a PodList with its continue token
 // ("page-K" for page K) and remaining item count, prefixed by its length.
 func writeMemPages(path string, n, v int, encoding string) error {
+	enc, _ := podgen.Codec(encoding)
+	return writePages(path, (n+memPageSize-1)/memPageSize, func(page int, w io.Writer) error {
+		return enc.Encode(memPage(v, n, page), w)
+	})
+}
+
+// writePages writes pages pages to path, unless it is there already,
+// each as encode writes it, prefixed by its length.
+func writePages(path string, pages int, encode func(page int, w io.Writer) error) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	enc, _ := podgen.Codec(encoding)
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -87,9 +95,9 @@ func writeMemPages(path string, n, v int, encoding string) error {
 	}
 	w := bufio.NewWriter(f)
 	var buf bytes.Buffer
-	for page := 0; page*memPageSize < n; page++ {
+	for page := range pages {
 		buf.Reset()
-		if err := enc.Encode(memPage(v, n, page), &buf); err != nil {
+		if err := encode(page, &buf); err != nil {
 			f.Close()
 			return err
 		}

@@ -62,20 +62,11 @@ func (p *peakSampler) finish(base uint64) uint64 {
 func memoryPhases(ctx context.Context, res *memResult, lw *memLW, newInf func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer, versions [memVersions]*memPages) error {
 	memGOGC(memGCPercent)
 	defer memGOGC(100)
-	base := liveHeapNow()
-	peak := startPeak()
-	r, err := startMemRun(ctx, lw, newInf)
+	r, base, err := measuredSync(ctx, res, lw, newInf)
 	if err != nil {
 		return err
 	}
 	defer r.stop()
-	if err := r.waitSynced(int64(res.N)); err != nil {
-		return err
-	}
-	res.SyncPeak = peak.finish(base)
-	synced := liveHeapNow()
-	res.SyncedHeap = synced - base
-	res.HeapPerObject = float64(res.SyncedHeap) / float64(res.N)
 	w := <-lw.opened
 	if res.FewChangedPeak, res.FewChangedAfter, w, err = memRelist(r, lw, w, versions[memFewChanged], res.N, memFewChanged, base); err != nil {
 		return err
@@ -85,6 +76,26 @@ func memoryPhases(ctx context.Context, res *memResult, lw *memLW, newInf func(cl
 	}
 	memGOGC(100)
 	return watchEvents(res, r, w)
+}
+
+// measuredSync syncs an informer of res.N objects, its peak live heap
+// sampled, and sets SyncPeak, SyncedHeap and HeapPerObject; it returns
+// the informer, running (stop it), and the live heap before it started.
+func measuredSync(ctx context.Context, res *memResult, lw *memLW, newInf func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer) (*memRun, uint64, error) {
+	base := liveHeapNow()
+	peak := startPeak()
+	r, err := startMemRun(ctx, lw, newInf)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := r.waitSynced(int64(res.N)); err != nil {
+		r.stop()
+		return nil, 0, err
+	}
+	res.SyncPeak = peak.finish(base)
+	res.SyncedHeap = liveHeapNow() - base
+	res.HeapPerObject = float64(res.SyncedHeap) / float64(res.N)
+	return r, base, nil
 }
 
 // memRelist ends the watch w with a 410 after making LISTs answer pages, and

@@ -46,7 +46,7 @@ var memRows = []memRow{
 func printMemTables(w io.Writer, sizes []int, runs int, all map[memKey][]memResult) {
 	for _, n := range sizes {
 		fmt.Fprintf(w, "\n%d Pods, JSON, medians of %d processes per implementation:\n\n", n, runs)
-		printMemTable(w, n, all)
+		printMemTable(w, n, memRows, all)
 		fmt.Fprintf(w, "\n%d Pods, the encoding (decoding 20 pages alone; sync time at GOGC 100):\n\n", n)
 		printEncodingTable(w, n, all)
 		for _, enc := range []string{"json", "protobuf"} {
@@ -60,9 +60,11 @@ func printMemTables(w io.Writer, sizes []int, runs int, all map[memKey][]memResu
 	}
 }
 
-func printMemTable(w io.Writer, n int, all map[memKey][]memResult) {
+// printMemTable prints rows of the JSON runs of n objects: medians, and
+// ratios to client-go's where a row asks.
+func printMemTable(w io.Writer, n int, rows []memRow, all map[memKey][]memResult) {
 	fmt.Fprintf(w, "| |%s|\n|---|%s\n", strings.Join(memImplOrder, "|"), strings.Repeat("---:|", len(memImplOrder)))
-	for _, row := range memRows {
+	for _, row := range rows {
 		cells := []string{row.label}
 		base := median(all[memKey{"client-go", "json", n}], row.get)
 		for _, impl := range memImplOrder {

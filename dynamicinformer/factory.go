@@ -11,16 +11,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	clientgocache "k8s.io/client-go/tools/cache"
 
-	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/informerset"
-	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // TweakListOptionsFunc changes the options of every LIST and WATCH.
@@ -38,17 +32,23 @@ type DynamicSharedInformerFactory interface {
 	WaitForSync(ctx context.Context) error
 }
 
+// factory is informerset's GVR factory of unstructured objects; its
+// options set the GVRConfig.
 type factory struct {
-	client        dynamic.Interface
-	defaultResync time.Duration
-	namespace     string
-	tweak         TweakListOptionsFunc
-	newInformer   NewInformerFunc
-
-	informers informerset.Set[schema.GroupVersionResource, informers.GenericInformer]
+	*informerset.GVRFactory[dynamic.Interface, *unstructured.UnstructuredList]
 }
 
 var _ clientgodynamicinformer.DynamicSharedInformerFactory = &factory{}
+
+// newFactory returns a factory for all namespaces, configured by options
+// in order.
+func newFactory(client dynamic.Interface, defaultResync time.Duration, options ...Option) *factory {
+	f := &factory{informerset.NewGVRFactory(client, unstructuredKind, defaultResync)}
+	for _, o := range options {
+		o(f)
+	}
+	return f
+}
 
 // NewDynamicSharedInformerFactory returns a factory for all namespaces
 // whose informers resync every defaultResync (0: never).
@@ -60,90 +60,40 @@ func NewDynamicSharedInformerFactory(client dynamic.Interface, defaultResync tim
 // informers watch namespace only and apply tweak (if not nil) to their
 // LIST and WATCH options.
 func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, namespace string, tweak TweakListOptionsFunc) DynamicSharedInformerFactory {
-	return &factory{
-		client:        client,
-		defaultResync: defaultResync,
-		namespace:     namespace,
-		tweak:         tweak,
-	}
+	return newFactory(client, defaultResync, WithNamespace(namespace), WithTweakListOptions(tweak))
 }
 
 // NewInformerFunc has client-go's NewSharedIndexInformer signature (and
 // controller-runtime's cache.Options.NewInformer type), as ring.Ring's
 // NewInformer has.
-type NewInformerFunc = func(clientgocache.ListerWatcher, runtime.Object, time.Duration, clientgocache.Indexers) clientgocache.SharedIndexInformer
+type NewInformerFunc = informerset.NewInformerFunc
 
 // Option configures NewDynamicSharedInformerFactoryWithOptions (client-go's
 // dynamic factory has no options; this package's adds them).
 type Option func(*factory)
 
 // WithNamespace limits the factory's informers to namespace.
-func WithNamespace(namespace string) Option { return func(f *factory) { f.namespace = namespace } }
+func WithNamespace(namespace string) Option { return func(f *factory) { f.Namespace = namespace } }
 
 // WithTweakListOptions applies tweak to every LIST and WATCH.
 func WithTweakListOptions(tweak TweakListOptionsFunc) Option {
-	return func(f *factory) { f.tweak = tweak }
+	return func(f *factory) { f.Tweak = tweak }
 }
 
 // WithNewInformer makes newInformer build every informer of the factory
 // (given the GVR's ListerWatcher, an *unstructured.Unstructured, the
 // resync period and the namespace index) instead of this module's
 // constructor: with a ring's NewInformer, every informer of the factory
-// is a ring informer. The factory's WaitForSync needs what it builds to
-// type-assert to cache.InformerHealthReporter, as ring informers do.
+// is a ring informer. The factory's WaitForSync uses the WaitForSync of
+// what it builds when that type-asserts to cache.InformerHealthReporter
+// (ring informers do), else waits for its HasSynced until ctx ends.
 func WithNewInformer(newInformer NewInformerFunc) Option {
-	return func(f *factory) { f.newInformer = newInformer }
+	return func(f *factory) { f.NewInformer = newInformer }
 }
 
 // NewDynamicSharedInformerFactoryWithOptions returns a factory for all
 // namespaces whose informers resync every defaultResync (0: never),
 // configured by options in order.
 func NewDynamicSharedInformerFactoryWithOptions(client dynamic.Interface, defaultResync time.Duration, options ...Option) DynamicSharedInformerFactory {
-	f := &factory{client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll}
-	for _, o := range options {
-		o(f)
-	}
-	return f
-}
-
-// ForResource returns the informer of gvr, building it on first request
-// (with the namespace index, as client-go's does).
-func (f *factory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
-	return f.informers.GetOrAdd(gvr, func() informers.GenericInformer {
-		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-		if f.newInformer != nil {
-			lw := listwatch.New(f.client.Resource(gvr).Namespace(f.namespace), f.tweak)
-			inf := f.newInformer(clientgocache.ToListWatcherWithWatchListSemantics(lw, f.client), &unstructured.Unstructured{}, f.defaultResync, indexers)
-			return &dynamicInformer{informer: inf, gvr: gvr}
-		}
-		return NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync, indexers, f.tweak)
-	})
-}
-
-// Start runs, each in a goroutine until stopCh closes, the informers
-// requested since the last Start; it does nothing once Shutdown is called.
-func (f *factory) Start(stopCh <-chan struct{}) {
-	f.informers.Start(func(inf informers.GenericInformer) { inf.Informer().Run(stopCh) })
-}
-
-// Shutdown stops Start from starting informers and waits until every
-// informer started has returned (close Start's channel first or meanwhile).
-func (f *factory) Shutdown() { f.informers.Shutdown() }
-
-// WaitForCacheSync waits until every started informer has synced or
-// stopCh closes, and reports each one's HasSynced.
-func (f *factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
-	started, _ := f.informers.Snapshot()
-	res := make(map[schema.GroupVersionResource]bool, len(started))
-	for gvr, inf := range started {
-		res[gvr] = clientgocache.WaitForCacheSync(stopCh, inf.Informer().HasSynced)
-	}
-	return res
-}
-
-// WaitForSync: see DynamicSharedInformerFactory.
-func (f *factory) WaitForSync(ctx context.Context) error {
-	return f.informers.WaitForSync(ctx, cache.ErrNotSynced, func(ctx context.Context, inf informers.GenericInformer) error {
-		return inf.Informer().(cache.InformerHealthReporter).WaitForSync(ctx)
-	})
+	return newFactory(client, defaultResync, options...)
 }

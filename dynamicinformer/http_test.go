@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kreflector/cache/cachetest"
 	"github.com/kreflector/cache/dynamicinformer"
+	"github.com/kreflector/cache/internal/factorytest"
 )
 
 // Over HTTP with a real dynamic client (cachetest's API server serving a
@@ -21,14 +22,8 @@ func TestDynamicFactoryOverHTTP(t *testing.T) {
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, "a", nil)
 	lister := f.ForResource(widgets).Lister()
-	start(t, f)
-	got, err := lister.List(labels.Everything())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k := keys(got); len(k) != 2 || k[0] != "a/one" || k[1] != "a/two" {
-		t.Fatalf("cache holds %v, want [a/one a/two]", k)
-	}
+	factorytest.Start(t, f)
+	factorytest.Holds[*unstructured.Unstructured](t, lister, "a/one", "a/two")
 }
 
 // widgetServer serves widgets a/one, a/two and b/three over HTTP, and the

@@ -2,13 +2,13 @@ package informers
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/informerset"
 )
 
 // WaitForCacheSync waits until every started informer has synced or
@@ -38,19 +38,7 @@ func (f *factory) WaitForCacheSyncWithContext(ctx context.Context) clientgocache
 
 // WaitForSync: see SharedInformerFactory.
 func (f *factory) WaitForSync(ctx context.Context) error {
-	return f.informers.WaitForSync(ctx, cache.ErrNotSynced, waitOne)
-}
-
-// waitOne waits for one informer: with its own WaitForSync when it is
-// this module's, else on its HasSyncedChecker.
-func waitOne(ctx context.Context, inf clientgocache.SharedIndexInformer) error {
-	if r, ok := inf.(cache.InformerHealthReporter); ok {
-		return r.WaitForSync(ctx)
-	}
-	if clientgocache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", cache.ErrNotSynced, context.Cause(ctx))
+	return f.informers.WaitForSync(ctx, cache.ErrNotSynced, informerset.WaitOne)
 }
 
 // Health: see SharedInformerFactory.

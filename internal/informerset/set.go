@@ -1,6 +1,8 @@
-// Package informerset is the bookkeeping the factories (informers,
-// dynamicinformer) share: the informers requested so far, by key; which of
-// them a Start has started; and Shutdown's wait for their goroutines.
+// Package informerset is what the factories (informers, dynamicinformer,
+// metadatainformer) share: the informers requested so far, by key; which
+// of them a Start has started; Shutdown's wait for their goroutines; and,
+// for the factories keyed by GVR, the factory's methods and the building
+// of one GVR's informer.
 package informerset
 
 import (
