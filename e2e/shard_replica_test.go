@@ -127,16 +127,21 @@ func (r *replica) waitForShard(t *testing.T, s cache.Shard, stable map[string]ty
 }
 
 // setShard gives the running replica shard s (Resharder.SetShard), waits
-// for it with waitForShard, and then checks the sync independently: a
-// complete LIST echoing s's selector, and the handler told of all of it.
-// Giving it the shard it has is a no-op (the Reflector does not relist),
-// for which WaitForShard returns at once.
+// for it with waitForShard, and then checks the sync independently: the
+// reshard is merged, so a complete LIST echoing the selector of only the
+// ranges s adds (none when s only shrinks the shard), and the handler
+// told of all of it. Giving it the shard it has is a no-op (the Reflector
+// does not list), for which WaitForShard returns at once.
 func (r *replica) setShard(t *testing.T, s cache.Shard, stable map[string]types.UID) {
 	t.Helper()
 	if s.Equal(r.shard) {
 		r.waitForShard(t, s, stable)
 		t.Logf("%s keeps %s", r.name, s)
 		return
+	}
+	added, err := s.Minus(r.shard)
+	if err != nil {
+		t.Fatal(err)
 	}
 	from, since := r.lw.mark(), r.log.callMark()
 	if err := r.resharder(t).SetShard(s); err != nil {
@@ -145,7 +150,11 @@ func (r *replica) setShard(t *testing.T, s cache.Shard, stable map[string]types.
 	r.shard = s
 	r.reshards++
 	r.waitForShard(t, s, stable)
-	r.syncedTo(t, s, from, since)
+	if added.IsZero() {
+		t.Logf("%s shrank to %s: nothing listed", r.name, s)
+		return
+	}
+	r.syncedTo(t, added, from, since)
 }
 
 // stableObjects returns the key and UID of each Secret in ns whose name
