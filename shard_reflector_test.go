@@ -275,17 +275,7 @@ func setShardOnce(t *testing.T, relist bool) {
 	r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, ReflectorOptions{
 		UseWatchList: ptr.To(false), Shard: &s0, ShardFilterLocally: true, ReshardByRelist: relist,
 	})
-	ctx, _ := startReflector(t, r)
-	if err := r.WaitForShard(ctx, s0); err != nil {
-		t.Fatal(err)
-	}
-	synctest.Wait()
-	if err := r.SetShard(s1); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WaitForShard(ctx, s1); err != nil {
-		t.Fatal(err)
-	}
+	reshardOnce(t, r, s0, s1)
 	if got := store.CallStrings(); !slices.Contains(got, "Replace rv=6 [ns/b@3]") {
 		t.Fatalf("WaitForShard returned before the new shard was Replaced: %q", got)
 	}
@@ -411,17 +401,7 @@ func TestMergedReshardDropsWhatItsListCovered(t *testing.T) {
 		lw := newScript([]listReply{{list: echoed(cmList("5", "", a), s0)}, {list: echoed(cmList("8", "", b), s1)}}, nil)
 		store := cachetest.NewRecordingStore(nil)
 		r := newShardedReflector(lw, store, s0, false)
-		ctx, _ := startReflector(t, r)
-		if err := r.WaitForShard(ctx, s0); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if err := r.SetShard(whole); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WaitForShard(ctx, whole); err != nil {
-			t.Fatal(err)
-		}
+		reshardOnce(t, r, s0, whole)
 		synctest.Wait()
 		w := lw.current(t)
 		at := func(c *corev1.ConfigMap, rv string) *corev1.ConfigMap {
@@ -466,17 +446,7 @@ func TestShrinkingAShardListsNothing(t *testing.T) {
 		lw := newScript([]listReply{{list: echoed(cmList("5", "", in, out), whole)}}, nil)
 		store := cachetest.NewRecordingStore(nil)
 		r := newShardedReflector(lw, store, whole, false)
-		ctx, _ := startReflector(t, r)
-		if err := r.WaitForShard(ctx, whole); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if err := r.SetShard(half); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WaitForShard(ctx, half); err != nil {
-			t.Fatal(err)
-		}
+		reshardOnce(t, r, whole, half)
 		synctest.Wait()
 		calls := lw.recorded()
 		if len(calls) != 3 || !strings.HasPrefix(calls[2], `WATCH rv="5"`) || !strings.HasSuffix(calls[2], "shard="+half.String()) {
@@ -499,20 +469,27 @@ func TestReshardWithIncomparableVersionsRelistsAndCountsIt(t *testing.T) {
 		a, b := shardedCM(t, s0, "a", "x2", true), shardedCM(t, s1, "b", "x3", true)
 		lw := newScript([]listReply{{list: echoed(cmList("x5", "", a), s0)}, {list: echoed(cmList("x6", "", b), s1)}}, nil)
 		r := newShardedReflector(lw, cachetest.NewRecordingStore(nil), s0, false)
-		ctx, _ := startReflector(t, r)
-		if err := r.WaitForShard(ctx, s0); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if err := r.SetShard(s1); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WaitForShard(ctx, s1); err != nil {
-			t.Fatal(err)
-		}
+		reshardOnce(t, r, s0, s1)
 		st := r.Stats()
 		if st.ReshardsMerged != 0 || st.Lists[ListReshard] != 1 || st.ReshardFallbacks[FallbackIncomparable] != 1 {
 			t.Fatalf("merged %d, lists %v, fallbacks %v", st.ReshardsMerged, st.Lists, st.ReshardFallbacks)
 		}
 	})
+}
+
+// reshardOnce runs r until it has synced with from, gives it to, and
+// waits until it has synced with to.
+func reshardOnce(t *testing.T, r *Reflector, from, to Shard) {
+	t.Helper()
+	ctx, _ := startReflector(t, r)
+	if err := r.WaitForShard(ctx, from); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	if err := r.SetShard(to); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitForShard(ctx, to); err != nil {
+		t.Fatal(err)
+	}
 }
