@@ -67,11 +67,14 @@ func newCycle(ctx context.Context, r *Reflector) *cycle {
 }
 
 // selector is the ShardSelector of the cycle's requests ("" unsharded).
-func (c *cycle) selector() string {
-	if c.shard == nil {
+func (c *cycle) selector() string { return c.shard.selectorOrNone() }
+
+// selectorOrNone is spec's selector, "" for nil (unsharded).
+func (spec *shardSpec) selectorOrNone() string {
+	if spec == nil {
 		return ""
 	}
-	return c.shard.selector
+	return spec.selector
 }
 
 func (c *cycle) run(ctx context.Context) error {

@@ -55,16 +55,21 @@ type listCall struct {
 	opts metav1.ListOptions
 }
 
-// listOnce runs one LIST at rv, in pages of pageSize (0: unpaged), in its
-// own goroutine and counts it under cause; ok is false when ctx ended
-// first.
+// listOnce runs one LIST of the cycle's shard at rv, in pages of
+// pageSize (0: unpaged), in its own goroutine and counts it under cause;
+// ok is false when ctx ended first.
 func (c *cycle) listOnce(ctx context.Context, rv string, pageSize int64, cause ListCause) (listed, error, bool) {
+	return c.listShard(ctx, rv, pageSize, cause, c.shard, c.r.in.reusing())
+}
+
+// listShard is listOnce for shard spec (nil: unsharded), looking for held
+// objects to reuse if reuse is set.
+func (c *cycle) listShard(ctx context.Context, rv string, pageSize int64, cause ListCause, spec *shardSpec, reuse bool) (listed, error, bool) {
 	// The pager is built here: its retry policy draws its seed from the
 	// Reflector's generator, which only the loop goroutine may use.
 	lc := &listCall{
-		p: pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry(), shard: c.shard.newCheck(),
-			in: c.r.in, reuse: c.r.in.reusing()},
-		opts: metav1.ListOptions{ResourceVersion: rv, ShardSelector: c.selector()},
+		p:    pager{lister: c.r.lw, pageSize: pageSize, retry: c.r.newPageRetry(), shard: spec.newCheck(), in: c.r.in, reuse: reuse},
+		opts: metav1.ListOptions{ResourceVersion: rv, ShardSelector: spec.selectorOrNone()},
 	}
 	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
 	o, _, why := await(ctx, &c.r.live, c, call.done)

@@ -134,20 +134,10 @@ func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}
 	// Filtering locally, a server that ignores the selector sends every
 	// object: the added ranges' are kept, as a relist would.
 	spec := newShardSpec(added, c.shard.local)
-	lc := &listCall{
-		p:    pager{lister: r.lw, pageSize: r.pageSizeFor(r.pos.last), retry: r.newPageRetry(), shard: spec.newCheck(), in: r.in, reuse: false},
-		opts: metav1.ListOptions{ResourceVersion: r.pos.last, ShardSelector: spec.selector},
-	}
-	call := startCall(func() (listed, error) { return lc.p.list(ctx, &lc.opts) }, nil)
-	o, _, why := await(ctx, &r.live, c, call.done)
-	if why != wakeValue {
-		call.giveUp()
+	res, err, ok := c.listShard(ctx, r.pos.last, r.pageSizeFor(r.pos.last), ListReshardAdded, spec, false)
+	if !ok {
 		return nil, "", false
 	}
-	res, err := o.result()
-	r.stats.listed(ListReshardAdded, res.pageRetries)
-	r.stats.shardDropped(res.shardDropped)
-	r.stats.shardIgnoredBy(res)
 	if err != nil {
 		c.logger.V(2).Info("Listing the ranges a reshard added failed; listing the whole shard", "reflector", r.name, "err", err)
 		r.stats.reshardFellBack(FallbackListFailed)

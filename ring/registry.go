@@ -263,7 +263,7 @@ func hashString(s string) uint64 {
 func (g *registry) filtering() int {
 	n := 0
 	for _, i := range g.running() {
-		if h, ok := i.SharedIndexInformer.(cache.InformerHealthReporter); ok && (h.Stats().Reflector.ShardIgnored || h.Stats().Reflector.ShardDropped > 0) {
+		if st := i.Stats().Reflector; st.ShardIgnored || st.ShardDropped > 0 {
 			n++
 		}
 	}
