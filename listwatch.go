@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // Lister lists a resource. The returned object must be a list type
@@ -134,7 +136,14 @@ func NewListWatchFromClient(c Getter, resource string, namespace string, fieldSe
 
 // NewFilteredListWatchFromClient returns a ListWatch for resource in
 // namespace; optionsModifier, if not nil, may add selectors to every
-// request. All four functions are set, as client-go sets them, so callers
+// request. When c is a REST client of one of client-go's built-in group
+// versions (clientset.CoreV1().RESTClient(), say) and resource one of its
+// kinds, the LIST streams its response into a decoder that decodes the
+// items on GOMAXPROCS goroutines, in order, into the objects client-go's
+// decoder makes (the list's own kind and apiVersion cleared, as a
+// clientset's client clears them), and under a Reflector requests the
+// next page while the current one is decoded; any other client decodes
+// as client-go does. All four functions are set, as client-go sets them, so callers
 // that call ListFunc or WatchFunc directly keep working; the context-aware
 // ones carry the caller's context, so cancelling it aborts the call. It
 // panics if c is nil, as the RESTClient of a client-go fake clientset is
@@ -144,6 +153,14 @@ func NewFilteredListWatchFromClient(c Getter, resource string, namespace string,
 		panic(fmt.Sprintf("cache.NewFilteredListWatchFromClient(%q): the REST client is nil, as a fake clientset's is; "+
 			"build the ListWatch from the typed client's List and Watch and wrap it with "+
 			"cache.ToListWatcherWithWatchListSemantics(lw, clientset)", resource))
+	}
+	if rc, ok := c.(restclient.Interface); ok {
+		build := func(options metav1.ListOptions) *restclient.Request {
+			return c.Get().Namespace(namespace).Resource(resource).VersionedParams(&options, metav1.ParameterCodec)
+		}
+		if lw, ok := listwatch.FromRESTClient(rc, resource, build, optionsModifier); ok {
+			return lw
+		}
 	}
 	request := func(options metav1.ListOptions, watching bool) *restclient.Request {
 		options.Watch = watching

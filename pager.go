@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kreflector/cache/internal/listhint"
 )
 
 // defaultPageSize is the LIST page size when paging is on and
@@ -46,6 +48,19 @@ type pager struct {
 	in *intake
 	// reuse says whether in looks for the objects the store holds.
 	reuse bool
+	// hint is what list offers the ListWatch: in's lean steps run where
+	// items are decoded, and pages requested ahead (see listhint).
+	hint *listhint.Hint
+}
+
+// itemFunc is what the ListWatch may run on each item where it decodes
+// it: in's lean steps, unless nothing is made lean or the store's held
+// objects are looked up first (a relist: see intake.prepare).
+func (p *pager) itemFunc() func(runtime.Object) {
+	if p.in == nil || !p.in.leans() || p.reuse {
+		return nil
+	}
+	return p.in.lean
 }
 
 // list LISTs with opts, following continue tokens, and gathers the items.
@@ -64,6 +79,8 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, err
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	var out listed
+	ctx, p.hint = listhint.With(ctx, p.itemFunc())
+	defer p.hint.Close()
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -163,7 +180,7 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 			return "", err
 		}
 	}
-	if p.in != nil {
+	if p.in != nil && !p.hint.TookItems(page) {
 		l.reused += p.in.page(l.items[from:], p.reuse)
 	}
 	return m.GetContinue(), nil

@@ -19,10 +19,8 @@ import (
 // unstructuredKind is what this package's informers list and hold:
 // unstructured objects, with client-go's dynamic lister.
 var unstructuredKind = informerset.GVRKind[dynamic.Interface, *unstructured.UnstructuredList]{
-	Resource: func(c dynamic.Interface, gvr schema.GroupVersionResource, ns string) listwatch.Client[*unstructured.UnstructuredList] {
-		return c.Resource(gvr).Namespace(ns)
-	},
-	Example: func() runtime.Object { return &unstructured.Unstructured{} },
+	ListWatch: listwatch.Dynamic,
+	Example:   func() runtime.Object { return &unstructured.Unstructured{} },
 	Lister: func(idx clientgocache.Indexer, gvr schema.GroupVersionResource) clientgocache.GenericLister {
 		return dynamiclister.NewRuntimeObjectShim(dynamiclister.New(idx, gvr))
 	},

@@ -20,10 +20,8 @@ import (
 // metadata as the server sends it for PartialObjectMetadata, with
 // client-go's metadata lister.
 var metadataKind = informerset.GVRKind[metadata.Interface, *metav1.PartialObjectMetadataList]{
-	Resource: func(c metadata.Interface, gvr schema.GroupVersionResource, ns string) listwatch.Client[*metav1.PartialObjectMetadataList] {
-		return c.Resource(gvr).Namespace(ns)
-	},
-	Example: func() runtime.Object { return &metav1.PartialObjectMetadata{} },
+	ListWatch: listwatch.Metadata,
+	Example:   func() runtime.Object { return &metav1.PartialObjectMetadata{} },
 	Lister: func(idx clientgocache.Indexer, gvr schema.GroupVersionResource) clientgocache.GenericLister {
 		return metadatalister.NewRuntimeObjectShim(metadatalister.New(idx, gvr))
 	},

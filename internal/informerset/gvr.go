@@ -13,7 +13,6 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
-	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // NewInformerFunc has client-go's NewSharedIndexInformer signature: the
@@ -24,8 +23,10 @@ type NewInformerFunc = func(clientgocache.ListerWatcher, runtime.Object, time.Du
 // (dynamic or metadata), its resource clients listing L, the object the
 // informers hold and client-go's lister of it.
 type GVRKind[C any, L runtime.Object] struct {
-	// Resource is client's resource client for gvr in namespace.
-	Resource func(client C, gvr schema.GroupVersionResource, namespace string) listwatch.Client[L]
+	// ListWatch is the ListWatch of gvr in namespace through client,
+	// tweak (if not nil) applied to every LIST and WATCH (see
+	// listwatch.Dynamic and listwatch.Metadata).
+	ListWatch func(client C, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *clientgocache.ListWatch
 	// Example returns the informers' example object.
 	Example func() runtime.Object
 	// Lister is client-go's lister of gvr over idx, so its values are
@@ -34,13 +35,13 @@ type GVRKind[C any, L runtime.Object] struct {
 }
 
 // New builds gvr's informer of namespace ("" for all) as client-go's
-// dynamic and metadata informers build theirs: over the resource
-// client's ListWatch (tweak, if not nil, applied to every LIST and WATCH)
+// dynamic and metadata informers build theirs: over the ListWatch of
+// k.ListWatch (tweak, if not nil, applied to every LIST and WATCH)
 // wrapped with client's WatchList semantics (a fake client is LISTed);
 // this module's informer, described by the GVR, unless newInformer (if
 // not nil) builds it.
 func (k GVRKind[C, L]) New(client C, gvr schema.GroupVersionResource, namespace string, resync time.Duration, indexers clientgocache.Indexers, tweak func(*metav1.ListOptions), newInformer NewInformerFunc) informers.GenericInformer {
-	lw := clientgocache.ToListWatcherWithWatchListSemantics(listwatch.New(k.Resource(client, gvr, namespace), tweak), client)
+	lw := clientgocache.ToListWatcherWithWatchListSemantics(k.ListWatch(client, gvr, namespace, tweak), client)
 	var inf clientgocache.SharedIndexInformer
 	if newInformer != nil {
 		inf = newInformer(lw, k.Example(), resync, indexers)

@@ -1,6 +1,8 @@
 // Package repr is the one place that reads Go's runtime representation of
-// values: the two words of an interface, the pointer word of a map, and
-// the header of a slice. Everything else works through the language, the
+// values: the two words of an interface, the pointer word of a map, the
+// header of a slice, and a struct's unexported field (at the offset
+// reflect reports, for a dependency's client that keeps what this module
+// needs to itself). Everything else works through the language, the
 // reflect package, or pointers and offsets reflect reports.
 //
 // What it reads is stable across the Go releases this module supports: an
@@ -10,7 +12,10 @@
 // and a capacity. The tests pin each read against reflect's answer.
 package repr
 
-import "unsafe"
+import (
+	"reflect"
+	"unsafe"
+)
 
 // words is the layout of an interface value, empty or not.
 type words [2]unsafe.Pointer
@@ -45,4 +50,21 @@ type sliceHeader struct {
 func SliceAt(p unsafe.Pointer) (data unsafe.Pointer, n int) {
 	h := (*sliceHeader)(p)
 	return h.data, h.len
+}
+
+// Field returns the value of the field name, exported or not, of the
+// struct p points to, if p is a non-nil pointer to a struct that has a
+// field of that name whose type is exactly T; ok is false otherwise. It
+// reads the field at the offset reflect reports, so a field that changes
+// name or type in a dependency's next release is simply not found.
+func Field[T any](p any, name string) (v T, ok bool) {
+	rv := reflect.ValueOf(p)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return v, false
+	}
+	f := rv.Elem().FieldByName(name)
+	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
+		return v, false
+	}
+	return *(*T)(unsafe.Pointer(f.UnsafeAddr())), true
 }

@@ -71,3 +71,36 @@ func TestSliceAt(t *testing.T) {
 		}
 	}
 }
+
+func TestField(t *testing.T) {
+	type inner struct{ n int }
+	type holder struct {
+		hidden *inner
+		Shown  string
+		count  int
+	}
+	in := &inner{n: 3}
+	h := &holder{hidden: in, Shown: "s", count: 7}
+	if got, ok := Field[*inner](h, "hidden"); !ok || got != in {
+		t.Fatalf("Field(hidden) = %v, %v", got, ok)
+	}
+	if got, ok := Field[string](h, "Shown"); !ok || got != "s" {
+		t.Fatalf("Field(Shown) = %q, %v", got, ok)
+	}
+	if got, ok := Field[int](h, "count"); !ok || got != 7 {
+		t.Fatalf("Field(count) = %d, %v", got, ok)
+	}
+	if _, ok := Field[string](h, "count"); ok {
+		t.Fatal("a field of another type was read")
+	}
+	if _, ok := Field[int](h, "missing"); ok {
+		t.Fatal("a missing field was read")
+	}
+	if _, ok := Field[int](*h, "count"); ok {
+		t.Fatal("a struct that is not behind a pointer was read")
+	}
+	var none *holder
+	if _, ok := Field[int](none, "count"); ok {
+		t.Fatal("a nil pointer was read")
+	}
+}

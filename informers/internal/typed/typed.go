@@ -83,7 +83,7 @@ func (k *Kind[T, IX, L, LT]) Typed(client kubernetes.Interface, namespace string
 }
 
 func (k *Kind[T, IX, L, LT]) build(newInformer NewInformerFunc, client kubernetes.Interface, namespace string, options internalinterfaces.InformerOptions) clientgocache.SharedIndexInformer {
-	lw := clientgocache.ToListWatcherWithWatchListSemantics(listwatch.New(k.Client(client, namespace), options.TweakListOptions), client)
+	lw := clientgocache.ToListWatcherWithWatchListSemantics(listwatch.Typed(k.Client(client, namespace), k.GVR.Resource, options.TweakListOptions), client)
 	obj := newObject[T]()
 	if newInformer != nil {
 		return newInformer(lw, obj, options.ResyncPeriod, options.Indexers)

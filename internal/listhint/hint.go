@@ -1,0 +1,99 @@
+// Package listhint is what a Reflector's paginated LIST offers the
+// ListWatches this module builds, through the context of each page's
+// call: a function to run on each item where it is decoded (so lean
+// objects are made off the Reflector's path), and a pipeline that
+// requests the next page as soon as its continue token is known.
+//
+// A ListWatch that does not know this package ignores the hint: the
+// Reflector then treats its pages as it always did. The hint belongs to
+// one LIST (one pager run): the pager makes it with With and closes it
+// when the LIST ends, which cancels and joins every page requested ahead.
+package listhint
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Hint is one LIST's offer. Its methods are safe for concurrent use; a nil
+// *Hint offers nothing.
+type Hint struct {
+	// item, if not nil, is run on each decoded item (concurrently).
+	item func(runtime.Object)
+	// ctx is the LIST's context, cancelled by Close: pages requested
+	// ahead run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// ahead holds the pages requested ahead, oldest first.
+	ahead []*page
+	// itemized holds the lists whose items item has already seen.
+	itemized map[runtime.Object]bool
+	closed   bool
+}
+
+type key struct{}
+
+// With returns ctx carrying a new hint, and the hint. item, if not nil,
+// is what the ListWatch should run on each item as it is decoded; it
+// must be safe for concurrent use. The caller must Close the hint.
+func With(ctx context.Context, item func(runtime.Object)) (context.Context, *Hint) {
+	h := &Hint{item: item, itemized: map[runtime.Object]bool{}}
+	h.ctx, h.cancel = context.WithCancel(ctx)
+	return context.WithValue(ctx, key{}, h), h
+}
+
+// From returns the hint ctx carries, or nil.
+func From(ctx context.Context) *Hint {
+	h, _ := ctx.Value(key{}).(*Hint)
+	return h
+}
+
+// Item returns the function to run on each decoded item, or nil.
+func (h *Hint) Item() func(runtime.Object) {
+	if h == nil {
+		return nil
+	}
+	return h.item
+}
+
+// Itemized records that list's items have been through Item.
+func (h *Hint) Itemized(list runtime.Object) {
+	if h == nil || h.item == nil {
+		return
+	}
+	h.mu.Lock()
+	if !h.closed {
+		h.itemized[list] = true
+	}
+	h.mu.Unlock()
+}
+
+// TookItems says whether list's items have been through Item, and forgets
+// list.
+func (h *Hint) TookItems(list runtime.Object) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ok := h.itemized[list]
+	delete(h.itemized, list)
+	return ok
+}
+
+// Close cancels the pages requested ahead and waits for their calls to
+// return. The hint then requests nothing more and forgets every list.
+func (h *Hint) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.dropLocked()
+	h.itemized = nil
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}

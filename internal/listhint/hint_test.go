@@ -1,0 +1,142 @@
+package listhint
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func opts(token string) metav1.ListOptions {
+	return metav1.ListOptions{Limit: 500, Continue: token}
+}
+
+// blocking is a Fetch that returns list once release is closed, or the
+// context's error once it ends; started records each call.
+func blocking(list runtime.Object, release <-chan struct{}, started chan<- metav1.ListOptions, opts metav1.ListOptions) Fetch {
+	return func(ctx context.Context) (runtime.Object, error) {
+		started <- opts
+		select {
+		case <-release:
+			return list, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func TestTakeReturnsThePageRequestedAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, h := With(context.Background(), nil)
+		defer h.Close()
+		if From(ctx) != h {
+			t.Fatal("the context does not carry the hint")
+		}
+		release, started := make(chan struct{}), make(chan metav1.ListOptions, 4)
+		want := &metav1.PartialObjectMetadataList{}
+		h.Ahead(opts("a"), blocking(want, release, started, opts("a")))
+		h.Ahead(opts("a"), blocking(want, release, started, opts("a")))
+		synctest.Wait()
+		if len(started) != 1 {
+			t.Fatalf("%d calls for one page asked ahead twice, want 1", len(started))
+		}
+		close(release)
+		got, err, ok := h.Take(ctx, opts("a"))
+		if !ok || err != nil || got != want {
+			t.Fatalf("Take = %v, %v, %v; want the page fetched ahead", got, err, ok)
+		}
+		if _, _, ok := h.Take(ctx, opts("b")); ok {
+			t.Fatal("Take found a page nobody asked for")
+		}
+	})
+}
+
+func TestAtMostMaxAheadPagesAreRequested(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, h := With(context.Background(), nil)
+		release, started := make(chan struct{}), make(chan metav1.ListOptions, 8)
+		for _, tok := range []string{"a", "b", "c", "d"} {
+			h.Ahead(opts(tok), blocking(nil, release, started, opts(tok)))
+		}
+		synctest.Wait()
+		if len(started) != MaxAhead {
+			t.Fatalf("%d pages requested ahead, want %d", len(started), MaxAhead)
+		}
+		h.Close() // cancels the calls and waits for them
+	})
+}
+
+func TestAnotherPageDropsThoseAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, h := With(context.Background(), nil)
+		defer h.Close()
+		cancelled := make(chan error, 1)
+		h.Ahead(opts("a"), func(ctx context.Context) (runtime.Object, error) {
+			<-ctx.Done()
+			cancelled <- ctx.Err()
+			return nil, ctx.Err()
+		})
+		// The caller retried another page instead: the one ahead is cancelled.
+		if _, _, ok := h.Take(ctx, metav1.ListOptions{Limit: 500}); ok {
+			t.Fatal("Take answered a page that was not requested ahead")
+		}
+		synctest.Wait()
+		select {
+		case err := <-cancelled:
+			if err == nil {
+				t.Fatal("no cancellation")
+			}
+		default:
+			t.Fatal("the page ahead was not cancelled")
+		}
+	})
+}
+
+func TestCloseCancelsAndJoins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, h := With(context.Background(), nil)
+		returned := false
+		h.Ahead(opts("a"), func(ctx context.Context) (runtime.Object, error) {
+			<-ctx.Done()
+			returned = true
+			return nil, ctx.Err()
+		})
+		h.Close()
+		if !returned {
+			t.Fatal("Close returned before the call ahead")
+		}
+		h.Ahead(opts("b"), func(context.Context) (runtime.Object, error) {
+			t.Error("a closed hint requested a page")
+			return nil, nil
+		})
+	})
+}
+
+func TestItemizedListsAreTold(t *testing.T) {
+	var nilHint *Hint
+	if nilHint.Item() != nil || nilHint.TookItems(nil) {
+		t.Fatal("a nil hint offers something")
+	}
+	_, plain := With(context.Background(), nil)
+	l := &metav1.PartialObjectMetadataList{}
+	plain.Itemized(l)
+	if plain.TookItems(l) {
+		t.Fatal("a hint without an item function says items took it")
+	}
+	plain.Close()
+	_, h := With(context.Background(), func(runtime.Object) {})
+	h.Itemized(l)
+	if !h.TookItems(l) {
+		t.Fatal("an itemized list is not told")
+	}
+	if h.TookItems(l) {
+		t.Fatal("a list told once is told again: the hint keeps it")
+	}
+	h.Itemized(l)
+	h.Close()
+	if h.TookItems(l) {
+		t.Fatal("a closed hint still holds its lists")
+	}
+}

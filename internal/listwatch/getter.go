@@ -1,0 +1,62 @@
+package listwatch
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclient "k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// FromRESTClient returns the ListWatch of resource in namespace on c, a
+// REST client of one of client-go's built-in group versions (as
+// clientset.CoreV1().RESTClient() is), whose LIST decodes its response
+// on every core (NewREST); request builds a LIST's or WATCH's request as
+// cache.NewFilteredListWatchFromClient does. ok is false when c is not
+// such a client or resource is not a kind of client-go's scheme in c's
+// group version: the caller then builds the plain ListWatch.
+//
+// The list is decoded as a clientset's client decodes it, with client-go's
+// scheme, without conversion (the list's own kind and apiVersion are
+// cleared); c's own serializer is not visible from outside it.
+func FromRESTClient(c restclient.Interface, resource string, request func(opts metav1.ListOptions) *restclient.Request, tweak func(*metav1.ListOptions)) (lw *clientgocache.ListWatch, ok bool) {
+	rc, isREST := c.(*restclient.RESTClient)
+	if !isREST || rc == nil {
+		return nil, false
+	}
+	newList, found := listTypeOf(rc.APIVersion(), resource)
+	if !found {
+		return nil, false
+	}
+	return NewREST(REST{
+		Request: func(opts metav1.ListOptions) *restclient.Request { return request(opts) },
+		Decode:  typedDecoderOf(newList),
+		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			return request(opts).Watch(ctx)
+		},
+	}, tweak), true
+}
+
+// listTypeOf returns how to make the list of resource in gv, if client-go's
+// scheme has a kind whose resource that is and a list of that kind.
+func listTypeOf(gv schema.GroupVersion, resource string) (func() runtime.Object, bool) {
+	for kind := range scheme.Scheme.KnownTypes(gv) {
+		gvk := gv.WithKind(kind)
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		if plural.Resource != resource || !scheme.Scheme.Recognizes(gv.WithKind(kind+"List")) {
+			continue
+		}
+		listGVK := gv.WithKind(kind + "List")
+		if _, err := scheme.Scheme.New(listGVK); err != nil {
+			return nil, false
+		}
+		return func() runtime.Object { l, _ := scheme.Scheme.New(listGVK); return l }, true
+	}
+	return nil, false
+}

@@ -1,0 +1,134 @@
+package listwatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
+
+	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/listwatch"
+)
+
+// pipelineServer answers a Pod LIST in pages of perPage, each with a
+// continue token but the last; a page writes its metadata and first
+// item, then holds the rest until the next page is asked for (or until
+// patience runs out), recording whether it was.
+type pipelineServer struct {
+	pages, perPage int
+	patience       time.Duration
+
+	mu     sync.Mutex
+	asked  map[int]chan struct{}
+	early  map[int]bool
+	listed int
+}
+
+func (s *pipelineServer) askedFor(k int) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asked[k] == nil {
+		s.asked[k] = make(chan struct{})
+	}
+	return s.asked[k]
+}
+
+func (s *pipelineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("watch") == "true" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		return
+	}
+	k := 1
+	if c := q.Get("continue"); c != "" {
+		fmt.Sscanf(c, "p%d", &k)
+	}
+	s.mu.Lock()
+	s.listed++
+	s.mu.Unlock()
+	close(s.askedFor(k))
+	s.writePage(w, k)
+}
+
+func (s *pipelineServer) writePage(w http.ResponseWriter, k int) {
+	w.Header().Set("Content-Type", "application/json")
+	next := ""
+	if k < s.pages {
+		next = fmt.Sprintf("p%d", k+1)
+	}
+	fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":%q},"items":[`, next)
+	for i := 0; i < s.perPage; i++ {
+		if i > 0 {
+			fmt.Fprint(w, ",")
+		}
+		pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d-%d", k, i), Namespace: "ns", ResourceVersion: "7"}}
+		b, _ := json.Marshal(&pod)
+		w.Write(b)
+		w.(http.Flusher).Flush()
+		if i == 0 && next != "" {
+			s.waitForNext(k)
+		}
+	}
+	fmt.Fprint(w, "]}")
+}
+
+// waitForNext holds page k until page k+1 is asked for; patience bounds
+// the wait so that a client that never pipelines still finishes.
+func (s *pipelineServer) waitForNext(k int) {
+	select {
+	case <-s.askedFor(k + 1):
+		s.mu.Lock()
+		s.early[k] = true
+		s.mu.Unlock()
+	case <-time.After(s.patience):
+	}
+}
+
+// TestTypedListRequestsTheNextPageWhileTheCurrentOneArrives runs a
+// Reflector over a clientset's Pod client: each page's successor must be
+// asked for while the page is still arriving, and the store gets every
+// Pod once.
+func TestTypedListRequestsTheNextPageWhileTheCurrentOneArrives(t *testing.T) {
+	srv := &pipelineServer{pages: 4, perPage: 3, patience: 3 * time.Second, asked: map[int]chan struct{}{}, early: map[int]bool{}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{ContentType: "application/json"}})
+	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	noWatchList := false
+	r := cache.NewReflectorWithOptions(lw, &corev1.Pod{}, store, cache.ReflectorOptions{UseWatchList: &noWatchList})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); r.RunWithContext(ctx) }()
+	if err := r.WaitForSync(ctx); err != nil {
+		t.Fatalf("no sync: %v", err)
+	}
+	cancel()
+	<-done
+	if got, want := len(store.List()), srv.pages*srv.perPage; got != want {
+		t.Fatalf("store holds %d Pods, want %d", got, want)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for k := 1; k < srv.pages; k++ {
+		if !srv.early[k] {
+			t.Errorf("page %d was not asked for while page %d was arriving", k+1, k)
+		}
+	}
+	if srv.listed != srv.pages {
+		t.Errorf("%d LIST requests for %d pages", srv.listed, srv.pages)
+	}
+}

@@ -1,0 +1,52 @@
+package listwatch
+
+import (
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclient "k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
+)
+
+// generated is what client-go's generated resource clients (gentype)
+// tell of themselves: their REST client and namespace.
+type generated interface {
+	GetClient() restclient.Interface
+	GetNamespace() string
+}
+
+// Typed returns the ListWatch of c, a clientset's resource client of
+// resource: when c is a generated client on a REST client, one whose LIST
+// decodes its response on every core (NewREST), requesting exactly what
+// c.List requests (protobuf preferred, as client-go's clients of built-in
+// types do); otherwise (a fake clientset's client, any other) New(c,
+// tweak). Its WATCH is c.Watch.
+func Typed[L runtime.Object](c Client[L], resource string, tweak func(*metav1.ListOptions)) *clientgocache.ListWatch {
+	g, ok := c.(generated)
+	if !ok {
+		return New(c, tweak)
+	}
+	rc := g.GetClient()
+	if rc == nil || reflect.ValueOf(rc).Kind() == reflect.Pointer && reflect.ValueOf(rc).IsNil() {
+		return New(c, tweak)
+	}
+	ns := g.GetNamespace()
+	return NewREST(REST{
+		Request: func(opts metav1.ListOptions) *restclient.Request {
+			var timeout time.Duration
+			if opts.TimeoutSeconds != nil {
+				timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+			}
+			return rc.Get().UseProtobufAsDefault().
+				NamespaceIfScoped(ns, ns != "").
+				Resource(resource).
+				VersionedParams(&opts, scheme.ParameterCodec).
+				Timeout(timeout)
+		},
+		Decode: typedDecoder[L](),
+		Watch:  c.Watch,
+	}, tweak)
+}
