@@ -1,0 +1,153 @@
+package listdecode
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Chunk sizes of the item storage: the first chunk holds firstChunk
+// items, each next one twice as many, up to maxChunk.
+const (
+	firstChunk = 16
+	maxChunk   = 1024
+)
+
+// job is one item to decode: its index, its bytes and where it goes.
+type job struct {
+	i    int
+	data []byte
+	dst  reflect.Value // an addressable element of a chunk
+}
+
+// sink decodes the items of one list, in order, into chunks of storage
+// that make the list's Items at the end, on up to workers goroutines
+// (none when workers <= 1: each item is decoded as it is handed in).
+//
+// Its methods are called on the calling goroutine of Decode; workers only
+// decode into the element a job names and record their errors (errs has
+// its own lock). close joins every worker it started.
+type sink struct {
+	ctx     context.Context
+	dec     func(data []byte, dst reflect.Value) error
+	item    func(runtime.Object)
+	itemsT  reflect.Type
+	chunks  []reflect.Value
+	n       int // items handed in
+	workers int
+	jobs    chan job
+	wg      sync.WaitGroup
+	errs    *itemErrors
+}
+
+func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
+	return &sink{
+		ctx:     ctx,
+		dec:     p.itemDecoder(media),
+		item:    o.Item,
+		itemsT:  p.itemsType,
+		workers: o.Workers,
+		errs:    newItemErrors(media == mediaJSON, p.mode != unstructuredMode),
+	}
+}
+
+// slot is the storage of item i (i == s.n), in a new chunk if need be.
+func (s *sink) slot(i int) reflect.Value {
+	size, start := firstChunk, 0
+	for c := 0; ; c++ {
+		if c == len(s.chunks) {
+			s.chunks = append(s.chunks, reflect.MakeSlice(s.itemsT, size, size))
+		}
+		if i < start+size {
+			return s.chunks[c].Index(i - start)
+		}
+		start += size
+		size = min(2*size, maxChunk)
+	}
+}
+
+// add hands in the next item's bytes. It blocks while the workers have
+// 2*workers items waiting, and returns ctx's error (wrapped) if ctx ends
+// first.
+func (s *sink) add(data []byte) error {
+	j := job{i: s.n, data: data, dst: s.slot(s.n)}
+	s.n++
+	if s.workers <= 1 {
+		if err := s.ctx.Err(); err != nil {
+			return fmt.Errorf("listdecode: %w", err)
+		}
+		s.run(j)
+		return nil
+	}
+	if s.jobs == nil {
+		s.start()
+	}
+	select {
+	case s.jobs <- j:
+		return nil
+	case <-s.ctx.Done():
+		return fmt.Errorf("listdecode: %w", s.ctx.Err())
+	}
+}
+
+// start starts the workers; close joins them.
+func (s *sink) start() {
+	s.jobs = make(chan job, 2*s.workers)
+	s.wg.Add(s.workers)
+	for range s.workers {
+		go func() {
+			defer s.wg.Done()
+			for j := range s.jobs {
+				if s.ctx.Err() == nil {
+					s.run(j)
+				}
+			}
+		}()
+	}
+}
+
+// run decodes one item, or only checks its syntax once an earlier item
+// has decided the error, and records the outcome.
+func (s *sink) run(j job) {
+	if s.errs.decided(j.i) {
+		s.errs.add(j.i, j.data, nil, true)
+		return
+	}
+	err := s.dec(j.data, j.dst)
+	if err != nil {
+		s.errs.add(j.i, j.data, err, false)
+		return
+	}
+	if s.item != nil {
+		s.item(j.dst.Addr().Interface().(runtime.Object))
+	}
+}
+
+// close stops and joins the workers: every item handed in has been
+// decoded (or skipped, once ctx has ended) when it returns. It may be
+// called more than once.
+func (s *sink) close() {
+	if s.jobs != nil {
+		close(s.jobs)
+		s.wg.Wait()
+		s.jobs = nil
+	}
+}
+
+// items is the Items slice of the n items handed in, in order; call after
+// close.
+func (s *sink) items() reflect.Value {
+	out := reflect.MakeSlice(s.itemsT, s.n, s.n)
+	at := 0
+	for _, c := range s.chunks {
+		if at == s.n {
+			break
+		}
+		at += reflect.Copy(out.Slice(at, s.n), c)
+	}
+	s.chunks = nil
+	return out
+}
