@@ -29,13 +29,13 @@ func FromRESTClient(c restclient.Interface, resource string, request func(opts m
 	if !isREST || rc == nil {
 		return nil, false
 	}
-	newList, found := listTypeOf(rc.APIVersion(), resource)
+	example, found := listTypeOf(rc.APIVersion(), resource)
 	if !found {
 		return nil, false
 	}
 	return NewREST(REST{
 		Request: func(opts metav1.ListOptions) *restclient.Request { return request(opts) },
-		Decode:  typedDecoderOf(newList),
+		Decode:  typedDecoderOf(example),
 		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
 			return request(opts).Watch(ctx)
@@ -43,20 +43,17 @@ func FromRESTClient(c restclient.Interface, resource string, request func(opts m
 	}, tweak), true
 }
 
-// listTypeOf returns how to make the list of resource in gv, if client-go's
+// listTypeOf returns an empty list of resource in gv, if client-go's
 // scheme has a kind whose resource that is and a list of that kind.
-func listTypeOf(gv schema.GroupVersion, resource string) (func() runtime.Object, bool) {
+func listTypeOf(gv schema.GroupVersion, resource string) (runtime.Object, bool) {
 	for kind := range scheme.Scheme.KnownTypes(gv) {
 		gvk := gv.WithKind(kind)
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
 		if plural.Resource != resource || !scheme.Scheme.Recognizes(gv.WithKind(kind+"List")) {
 			continue
 		}
-		listGVK := gv.WithKind(kind + "List")
-		if _, err := scheme.Scheme.New(listGVK); err != nil {
-			return nil, false
-		}
-		return func() runtime.Object { l, _ := scheme.Scheme.New(listGVK); return l }, true
+		list, err := scheme.Scheme.New(gv.WithKind(kind + "List"))
+		return list, err == nil
 	}
 	return nil, false
 }

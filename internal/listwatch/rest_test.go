@@ -101,7 +101,7 @@ func (s *pipelineServer) waitForNext(k int) {
 // asked for while the page is still arriving, and the store gets every
 // Pod once.
 func TestTypedListRequestsTheNextPageWhileTheCurrentOneArrives(t *testing.T) {
-	srv := &pipelineServer{pages: 4, perPage: 3, patience: 3 * time.Second, asked: map[int]chan struct{}{}, early: map[int]bool{}}
+	srv := &pipelineServer{pages: 4, perPage: 3, patience: 20 * time.Second, asked: map[int]chan struct{}{}, early: map[int]bool{}}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{ContentType: "application/json"}})
