@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -72,12 +73,17 @@ func configMap(name string, rv int) *corev1.ConfigMap {
 // each object with the versioned encoder of its kind, each WatchEvent
 // with the media type's stream serializer through its framer's writer.
 func encode(t testing.TB, media string, evs []watch.Event) []byte {
+	return encodeWith(t, scheme.Codecs, schema.GroupVersions{corev1.SchemeGroupVersion, metav1.SchemeGroupVersion}, media, evs)
+}
+
+// encodeWith is encode with the objects' codecs and versions.
+func encodeWith(t testing.TB, codecs serializer.CodecFactory, gvs runtime.GroupVersioner, media string, evs []watch.Event) []byte {
 	t.Helper()
-	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), media)
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), media)
 	if !ok {
 		t.Fatalf("no serializer for %s", media)
 	}
-	objects := scheme.Codecs.EncoderForVersion(info.Serializer, schema.GroupVersions{corev1.SchemeGroupVersion, metav1.SchemeGroupVersion})
+	objects := codecs.EncoderForVersion(info.Serializer, gvs)
 	var buf bytes.Buffer
 	frames := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&buf), info.StreamSerializer.Serializer)
 	for _, ev := range evs {
@@ -176,3 +182,28 @@ var readers = []struct {
 	name string
 	n    int
 }{{"whole", 1 << 30}, {"1byte", 1}, {"7bytes", 7}, {"random", -1}, {"random2", -2}}
+
+// sameAsClientGo checks that body, read by each reader of the tests and
+// ending with end (io.EOF if nil), gives client-go's events and ending
+// at 1, 2 and 8 workers, its media type declared or (sniff) not.
+func sameAsClientGo(t *testing.T, media string, body []byte, end error, sniff bool) {
+	t.Helper()
+	want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, end)))
+	for _, rd := range readers {
+		for _, workers := range []int{1, 2, 8} {
+			o := Options{Workers: workers}
+			if !sniff {
+				o.MediaType = media
+			}
+			got := drain(New(newChunks(body, rd.n, end), typed, o))
+			if !sameEventList(got, want) {
+				t.Errorf("%s, %d workers:", rd.name, workers)
+				sameEvents(t, got, want)
+			}
+		}
+	}
+}
+
+func sameEventList(got, want []watch.Event) bool {
+	return reflect.DeepEqual(got, want) || len(got) == 0 && len(want) == 0
+}
