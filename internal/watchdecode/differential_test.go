@@ -1,0 +1,27 @@
+package watchdecode
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestSameEventsAsClientGo: a realistic stream, JSON and protobuf, read
+// whole, a byte at a time and in random chunks, gives client-go's events
+// at every worker count.
+func TestSameEventsAsClientGo(t *testing.T) {
+	for _, media := range medias {
+		body := encode(t, media, script(40))
+		want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, nil)))
+		if len(want) != len(script(40)) {
+			t.Fatalf("%s: client-go decoded %d events of %d", media, len(want), len(script(40)))
+		}
+		for _, rd := range readers {
+			for _, workers := range []int{1, 2, 8} {
+				t.Run(fmt.Sprintf("%s/%s/workers=%d", media, rd.name, workers), func(t *testing.T) {
+					w := New(newChunks(body, rd.n, nil), typed, Options{Workers: workers})
+					sameEvents(t, drain(w), want)
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package watchdecode
+
+import (
+	"io"
+	"net/http"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// Options tune a watcher.
+type Options struct {
+	// Workers is how many frames are decoded at once. <= 1: one
+	// goroutine reads, decodes and delivers, as client-go's
+	// StreamWatcher does.
+	Workers int
+	// Item, if set, is called with each object decoded from the stream,
+	// before its event is delivered, on the goroutine that decoded it:
+	// from several goroutines at once when Workers > 1. It must not call
+	// Stop. (Not called for the ERROR event a decoding error turns into.)
+	Item func(runtime.Object)
+	// MediaType is the response's Content-Type, if known. Empty: the
+	// stream's first byte tells JSON (whitespace or '{') from protobuf.
+	// A media type the reader does not split (neither JSON nor protobuf)
+	// is decoded by client-go's chain on one goroutine.
+	MediaType string
+	// Logger logs how a stream ended (as client-go's StreamWatcher logs
+	// it). Zero: klog.Background().
+	Logger klog.Logger
+}
+
+// reporter makes the ERROR event of a decoding error as the rest client's
+// Watch does: a 500 Status with a ClientWatchDecoding cause.
+var reporter = apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")
+
+// watcher is the watch.Interface of New.
+type watcher struct {
+	body   io.ReadCloser
+	d      *Decoders
+	o      Options
+	result chan watch.Event // closed by finish, after every other goroutine exited
+	done   chan struct{}    // closed by shut: Stop or the end of the stream
+	exited chan struct{}    // closed by finish, last
+	once   sync.Once
+
+	// Workers > 1 only.
+	order chan *job      // the reader's frames, in stream order, to the deliverer
+	work  chan *job      // the same frames, to the workers; closed by the reader
+	halt  chan struct{}  // closed by the deliverer when it stops taking decoded frames
+	wg    sync.WaitGroup // the reader and the workers
+	st    *streams       // set by the reader before it queues a job
+}
+
+// New returns a watcher over body, the body of a watch response, which
+// it owns from now on: the watcher reads it, and closes it on Stop and at
+// the end of the stream. d are the client's decoders. It starts the
+// watcher's goroutines (see the package documentation) and does not
+// block; the result channel is unbuffered, as client-go's.
+func New(body io.ReadCloser, d *Decoders, o Options) watch.Interface {
+	if o.Logger.GetSink() == nil {
+		o.Logger = klog.Background()
+	}
+	w := &watcher{
+		body:   body,
+		d:      d,
+		o:      o,
+		result: make(chan watch.Event),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	var st *streams
+	var err error
+	if o.MediaType != "" {
+		st, err = d.forMedia(o.MediaType)
+	}
+	if o.Workers <= 1 || err != nil || (st != nil && st.framing == framingNone) {
+		go w.sequential(st, err)
+		return w
+	}
+	w.order = make(chan *job, 2*o.Workers)
+	w.work = make(chan *job, 2*o.Workers)
+	w.halt = make(chan struct{})
+	w.wg.Add(1 + o.Workers)
+	go w.read(st)
+	for range o.Workers {
+		go w.decodeFrames()
+	}
+	go w.deliver()
+	return w
+}
+
+// ResultChan is the events, in stream order; closed once the stream has
+// ended or Stop was called, and every goroutine of the watcher exited.
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop closes the body and waits for the watcher's goroutines to exit
+// (the result channel is closed by then). Idempotent; safe from any
+// goroutine but those calling Options.Item.
+func (w *watcher) Stop() {
+	w.shut()
+	<-w.exited
+}
+
+// shut closes done and the body, once: every goroutine of the watcher
+// then ends, those blocked reading the body when Close makes Read return.
+func (w *watcher) shut() {
+	w.once.Do(func() {
+		close(w.done)
+		w.body.Close()
+	})
+}
+
+// finish is the end of the delivering goroutine: it shuts the watcher,
+// waits for the others, closes the result channel, and marks Stop's wait
+// over.
+func (w *watcher) finish() {
+	w.shut()
+	w.wg.Wait()
+	close(w.result)
+	close(w.exited)
+}
+
+// send delivers ev; false if the watcher was stopped first.
+func (w *watcher) send(ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-w.done:
+		return false
+	}
+}
