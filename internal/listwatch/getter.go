@@ -1,13 +1,10 @@
 package listwatch
 
 import (
-	"context"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 	clientgocache "k8s.io/client-go/tools/cache"
@@ -16,7 +13,7 @@ import (
 // FromRESTClient returns the ListWatch of resource in namespace on c, a
 // REST client of one of client-go's built-in group versions (as
 // clientset.CoreV1().RESTClient() is), whose LIST decodes its response
-// on every core (NewREST); request builds a LIST's or WATCH's request as
+// and its WATCH stream on every core (NewREST, watchdecode); request builds a LIST's or WATCH's request as
 // cache.NewFilteredListWatchFromClient does. ok is false when c is not
 // such a client or resource is not a kind of client-go's scheme in c's
 // group version: the caller then builds the plain ListWatch.
@@ -36,10 +33,7 @@ func FromRESTClient(c restclient.Interface, resource string, request func(opts m
 	return NewREST(REST{
 		Request: func(opts metav1.ListOptions) *restclient.Request { return request(opts) },
 		Decode:  typedDecoderOf(example),
-		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.Watch = true
-			return request(opts).Watch(ctx)
-		},
+		Watch:   streamWatch(request, typedWatchDecoders),
 	}, tweak), true
 }
 

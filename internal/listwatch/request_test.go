@@ -80,12 +80,18 @@ func pairs(t *testing.T, cfg *restclient.Config) []pair {
 	metaLW := listwatch.Metadata(mc, pods, "ns", nil)
 	getter := cs.CoreV1().RESTClient()
 	return []pair{
-		{"typed", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cs.CoreV1().Pods("ns").List(ctx, o) }, typedLW},
+		{"typed", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Pods("ns").List(ctx, o)
+		}, typedLW},
 		{"REST client", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return getter.Get().Namespace("ns").Resource("pods").VersionedParams(&o, metav1.ParameterCodec).Do(ctx).Get()
 		}, getterLW},
-		{"dynamic", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return dc.Resource(pods).Namespace("ns").List(ctx, o) }, dynLW},
-		{"metadata", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return mc.Resource(pods).Namespace("ns").List(ctx, o) }, metaLW},
+		{"dynamic", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return dc.Resource(pods).Namespace("ns").List(ctx, o)
+		}, dynLW},
+		{"metadata", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return mc.Resource(pods).Namespace("ns").List(ctx, o)
+		}, metaLW},
 	}
 }
 

@@ -2,7 +2,6 @@ package listwatch
 
 import (
 	"reflect"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,8 +21,9 @@ type generated interface {
 // resource: when c is a generated client on a REST client, one whose LIST
 // decodes its response on every core (NewREST), requesting exactly what
 // c.List requests (protobuf preferred, as client-go's clients of built-in
-// types do); otherwise (a fake clientset's client, any other) New(c,
-// tweak). Its WATCH is c.Watch.
+// types do), and whose WATCH decodes its stream on every core
+// (watchdecode); otherwise (a fake clientset's client, any other) New(c,
+// tweak).
 func Typed[L runtime.Object](c Client[L], resource string, tweak func(*metav1.ListOptions)) *clientgocache.ListWatch {
 	g, ok := c.(generated)
 	if !ok {
@@ -34,19 +34,15 @@ func Typed[L runtime.Object](c Client[L], resource string, tweak func(*metav1.Li
 		return New(c, tweak)
 	}
 	ns := g.GetNamespace()
-	return NewREST(REST{
-		Request: func(opts metav1.ListOptions) *restclient.Request {
-			var timeout time.Duration
-			if opts.TimeoutSeconds != nil {
-				timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-			}
-			return rc.Get().UseProtobufAsDefault().
-				NamespaceIfScoped(ns, ns != "").
-				Resource(resource).
-				VersionedParams(&opts, scheme.ParameterCodec).
-				Timeout(timeout)
-		},
-		Decode: typedDecoder[L](),
-		Watch:  c.Watch,
-	}, tweak)
+	request := func(opts metav1.ListOptions) *restclient.Request {
+		return rc.Get().UseProtobufAsDefault().
+			NamespaceIfScoped(ns, ns != "").
+			Resource(resource).
+			VersionedParams(&opts, scheme.ParameterCodec).
+			Timeout(timeoutOf(opts))
+	}
+	return NewREST(REST{Request: request, Decode: typedDecoder[L](), Watch: streamWatch(request, typedWatchDecoders)}, tweak)
 }
+
+// typedWatchDecoders decode a clientset's watch streams.
+var typedWatchDecoders = mustDecoders(restclient.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion())

@@ -1,0 +1,47 @@
+package listwatch
+
+import (
+	"context"
+	"runtime"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	restclient "k8s.io/client-go/rest"
+
+	"github.com/kreflector/cache/internal/watchdecode"
+)
+
+// streamWatch returns the Watch of a REST whose WATCH request request
+// builds (opts.Watch is set): its body is decoded on GOMAXPROCS workers,
+// delivered in order (see watchdecode) with the decoders d negotiated from
+// the client's serializer. It opens the watch as rest.Request.Watch does:
+// a connection that fails before any response (reset, EOF, a lost HTTP/2
+// connection) is tried again, up to client-go's default MaxRetries, and
+// then answered with an empty watch.
+func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *watchdecode.Decoders) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.Watch = true
+		for attempt := 1; ; attempt++ {
+			body, err := request(opts).Stream(ctx)
+			switch {
+			case err == nil:
+				return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0)}), nil
+			case !retryableTransport(err) || ctx.Err() != nil:
+				return nil, err
+			case attempt >= maxTransportRetries:
+				return watch.NewEmptyWatch(), nil
+			}
+		}
+	}
+}
+
+// mustDecoders negotiates the watch decoders of a client's serializer s;
+// s is one of client-go's, so failing is a programmer's error.
+func mustDecoders(s apiruntime.NegotiatedSerializer) *watchdecode.Decoders {
+	d, err := watchdecode.NewDecoders(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
