@@ -145,18 +145,19 @@ func (e *itemErrors) set(dst *error, at *int, i int, err error) {
 	}
 }
 
-// err is the error of the whole list's items, nil if none; syntax tells
-// whether it is a JSON syntax error (already worded as client-go's).
-func (e *itemErrors) err() (err error, syntax bool) {
+// err is the error of the whole list's items, nil if none, and the index
+// of the item it is from; syntax tells whether it is a JSON syntax error
+// (already worded as client-go's).
+func (e *itemErrors) err() (err error, at int, syntax bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case e.syntax != nil:
-		return e.syntax, true
+		return e.syntax, e.syntaxAt, true
 	case e.hard != nil:
-		return e.hard, false
+		return e.hard, e.hardAt, false
 	}
-	return e.saved, false
+	return e.saved, e.at, false
 }
 
 func isTypeError(err error) bool {
