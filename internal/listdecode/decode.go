@@ -161,7 +161,7 @@ func (d *decoding) json() (runtime.Object, error) {
 	if s.whole && err == nil {
 		return d.wholeBody(s.env)
 	}
-	return d.finish(err, s.env)
+	return d.finish(err, s.env, d.jsonItemFirst)
 }
 
 // protobuf streams a protobuf body.
@@ -173,7 +173,7 @@ func (d *decoding) protobuf() (runtime.Object, error) {
 	if s.whole && err == nil {
 		return d.wholeBody(append(append([]byte(nil), protobufMagic...), s.before...))
 	}
-	return d.finish(err, s.envelope())
+	return d.finish(err, s.envelope(), s.itemFirst)
 }
 
 // earlyMeta calls Meta with the list's metadata, if it is known before
@@ -209,7 +209,9 @@ func (d *decoding) lateMeta(obj runtime.Object) {
 
 // finish joins the workers and makes Decode's result of a streamed body
 // from the scan's error, the items' and the envelope's decoding.
-func (d *decoding) finish(scanErr error, envelope []byte) (runtime.Object, error) {
+// itemFirst tells, when both the envelope and item at have failed,
+// whether the item's error comes first in client-go's decode.
+func (d *decoding) finish(scanErr error, envelope []byte, itemFirst func(envErr error, at int) bool) (runtime.Object, error) {
 	d.sink.close()
 	if err := d.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("listdecode: %w", err)
@@ -219,7 +221,7 @@ func (d *decoding) finish(scanErr error, envelope []byte) (runtime.Object, error
 			return nil, err
 		}
 	}
-	itemErr, syntax := d.sink.errs.err()
+	itemErr, at, syntax := d.sink.errs.err()
 	switch {
 	case syntax:
 		return nil, itemErr
@@ -228,7 +230,7 @@ func (d *decoding) finish(scanErr error, envelope []byte) (runtime.Object, error
 	}
 	obj, listed, err := d.p.whole(d.media, envelope)
 	switch {
-	case err != nil && itemErr != nil && d.itemErrWins(err):
+	case err != nil && itemErr != nil && itemFirst(err, at):
 		return nil, itemErr
 	case err != nil:
 		return nil, err
@@ -247,9 +249,13 @@ func (d *decoding) finish(scanErr error, envelope []byte) (runtime.Object, error
 	return obj, nil
 }
 
-// itemErrWins reports whether an item's error comes before envErr, the
-// envelope's, in client-go's decode of the whole body: the dynamic client
-// checks the kind after decoding the items.
-func (d *decoding) itemErrWins(envErr error) bool {
-	return d.p.mode == unstructuredMode && runtime.IsMissingKind(envErr)
+// jsonItemFirst: the dynamic client checks the kind after decoding the
+// items; encoding/json returns an error that stops it (an item's) before
+// a type error it saved (the envelope's).
+func (d *decoding) jsonItemFirst(envErr error, at int) bool {
+	if d.p.mode == unstructuredMode {
+		return runtime.IsMissingKind(envErr)
+	}
+	item, _, _ := d.sink.errs.err()
+	return isTypeError(envErr) && !isTypeError(item)
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 
@@ -51,36 +52,43 @@ const (
 
 var crGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 
+// clients are client-go's clients on one canned response each, made
+// once: clientGo swaps the response.
+var clients struct {
+	sync.Mutex
+	served *served
+	typed  kubernetes.Interface
+	dyn    dynamic.Interface
+	meta   metadata.Interface
+}
+
 // clientGo lists with client-go's client for t, answered with body: the
 // clientset's List (Pods or ConfigMaps), the dynamic client's or the
 // metadata client's.
 func clientGo(tb testing.TB, t Target, contentType string, body []byte) (runtime.Object, error) {
 	tb.Helper()
-	cfg := &rest.Config{Host: "https://apiserver.invalid", Transport: &served{contentType, body}}
+	clients.Lock()
+	defer clients.Unlock()
+	if clients.served == nil {
+		clients.served = &served{}
+		cfg := &rest.Config{Host: "https://apiserver.invalid", Transport: clients.served, QPS: -1}
+		clients.typed = kubernetes.NewForConfigOrDie(cfg)
+		clients.dyn = dynamic.NewForConfigOrDie(cfg)
+		clients.meta = metadata.NewForConfigOrDie(cfg)
+	}
+	clients.served.contentType, clients.served.body = contentType, body
 	ctx := context.Background()
 	switch {
 	case t.Unstructured:
-		c, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return nilOnErr(c.Resource(crGVR).List(ctx, metav1.ListOptions{}))
+		return nilOnErr(clients.dyn.Resource(crGVR).List(ctx, metav1.ListOptions{}))
 	case t.Metadata:
-		c, err := metadata.NewForConfig(cfg)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return nilOnErr(c.Resource(crGVR).List(ctx, metav1.ListOptions{}))
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		tb.Fatal(err)
+		return nilOnErr(clients.meta.Resource(crGVR).List(ctx, metav1.ListOptions{}))
 	}
 	switch t.Typed.(type) {
 	case *corev1.PodList:
-		return nilOnErr(cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}))
+		return nilOnErr(clients.typed.CoreV1().Pods("").List(ctx, metav1.ListOptions{}))
 	case *corev1.ConfigMapList:
-		return nilOnErr(cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}))
+		return nilOnErr(clients.typed.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}))
 	}
 	tb.Fatalf("no client for %T", t.Typed)
 	return nil, nil

@@ -5,9 +5,12 @@ import (
 	"io"
 )
 
-// readSize is how much input reads at a time, and the least size of a
-// buffer.
-const readSize = 256 << 10
+// readSize is the least room a new buffer has for reading into; the
+// first buffer is firstRead, for small bodies.
+const (
+	readSize  = 256 << 10
+	firstRead = 16 << 10
+)
 
 // input is the body as it arrives, in buffers that are never written
 // again once read into: an item's bytes can be a slice of a buffer, handed
@@ -26,7 +29,7 @@ type input struct {
 }
 
 func newInput(r io.Reader) *input {
-	return &input{r: r, buf: make([]byte, 0, readSize), mark: -1}
+	return &input{r: r, buf: make([]byte, 0, firstRead), mark: -1}
 }
 
 // more reads at least one byte more into buf, starting a new buffer (with

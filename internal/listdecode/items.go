@@ -45,10 +45,27 @@ func (p *plan) itemDecoder(media string) func([]byte, reflect.Value) error {
 			return dst.Addr().Interface().(protoUnmarshaler).Unmarshal(data)
 		}
 	default:
+		list := p.listType.Name()
 		return func(data []byte, dst reflect.Value) error {
-			return utiljson.Unmarshal(data, dst.Addr().Interface())
+			return inList(utiljson.Unmarshal(data, dst.Addr().Interface()), list)
 		}
 	}
+}
+
+// inList words a type error of an item as the list's decode words it: the
+// path of the field from the list (items.…), and the list's type where
+// the item itself has the wrong type.
+func inList(err error, list string) error {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if !ok {
+		return err
+	}
+	if te.Struct == "" {
+		te.Struct, te.Field = list, "items"
+	} else {
+		te.Field = "items." + te.Field
+	}
+	return te
 }
 
 // fillKinds does what decodeToList does last for each item: an item with
@@ -128,18 +145,19 @@ func (e *itemErrors) set(dst *error, at *int, i int, err error) {
 	}
 }
 
-// err is the error of the whole list's items, nil if none; syntax tells
-// whether it is a JSON syntax error (already worded as client-go's).
-func (e *itemErrors) err() (err error, syntax bool) {
+// err is the error of the whole list's items, nil if none, and the index
+// of the item it is from; syntax tells whether it is a JSON syntax error
+// (already worded as client-go's).
+func (e *itemErrors) err() (err error, at int, syntax bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case e.syntax != nil:
-		return e.syntax, true
+		return e.syntax, e.syntaxAt, true
 	case e.hard != nil:
-		return e.hard, false
+		return e.hard, e.hardAt, false
 	}
-	return e.saved, false
+	return e.saved, e.at, false
 }
 
 func isTypeError(err error) bool {

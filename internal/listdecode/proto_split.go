@@ -35,6 +35,7 @@ type protoSplit struct {
 
 	before, after []byte // the Unknown's fields before and after Raw
 	raw           []byte // Raw without the items
+	cuts          []int  // len(raw) when each item was met
 	rawSeen       bool
 	typeMeta      runtime.TypeMeta // the first TypeMeta
 	typeSeen      bool
@@ -145,7 +146,7 @@ func (s *protoSplit) rawField() error {
 		// Raw again: client-go keeps the last one.
 		s.d.sink.close()
 		s.d.sink = newSink(s.d.ctx, s.d.p, s.d.media, s.d.o)
-		s.raw = s.raw[:0]
+		s.raw, s.cuts = s.raw[:0], s.cuts[:0]
 	}
 	l, ok := in.uvarint(math.MaxInt)
 	if !ok || int(l) < 0 {
@@ -177,6 +178,7 @@ func (s *protoSplit) list(l int) error {
 				return s.passRaw(l)
 			}
 			s.d.earlyMeta(s.protoMeta)
+			s.cuts = append(s.cuts, len(s.raw))
 			data := in.buf[in.pos : in.pos+int(n) : in.pos+int(n)]
 			in.pos += int(n)
 			l -= in.pos - in.mark
@@ -243,4 +245,20 @@ func (s *protoSplit) envelope() []byte {
 		out = append(out, s.raw...)
 	}
 	return append(out, s.after...)
+}
+
+// itemFirst tells whether item at's error comes before the envelope's
+// error in the generated code's decode of the whole body: the Unknown is
+// decoded first, then the list's fields in order, so the item is first
+// unless the Unknown fails or the list's fields before the item do.
+func (s *protoSplit) itemFirst(_ error, at int) bool {
+	var unk runtime.Unknown
+	if unk.Unmarshal(s.envelope()[len(protobufMagic):]) != nil {
+		return false
+	}
+	list, ok := s.d.p.newList().(protoUnmarshaler)
+	if !ok || list.Unmarshal(s.raw) == nil {
+		return false
+	}
+	return at < len(s.cuts) && list.Unmarshal(s.raw[:s.cuts[at]]) == nil
 }
