@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -62,10 +63,12 @@ func (r *recorder) take() []string {
 	return s
 }
 
-// pair is one client's List and the ListWatch built on that client.
+// pair is one client's List and Watch, and the ListWatch built on that
+// client.
 type pair struct {
 	name   string
 	client func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch  func(context.Context, metav1.ListOptions) watch.Interface
 	ours   cache.ListerWatcherWithContext
 }
 
@@ -79,20 +82,53 @@ func pairs(t *testing.T, cfg *restclient.Config) []pair {
 	dynLW := listwatch.Dynamic(dc, pods, "ns", nil)
 	metaLW := listwatch.Metadata(mc, pods, "ns", nil)
 	getter := cs.CoreV1().RESTClient()
-	return []pair{
-		{"typed", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return cs.CoreV1().Pods("ns").List(ctx, o)
-		}, typedLW},
-		{"REST client", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return getter.Get().Namespace("ns").Resource("pods").VersionedParams(&o, metav1.ParameterCodec).Do(ctx).Get()
-		}, getterLW},
-		{"dynamic", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return dc.Resource(pods).Namespace("ns").List(ctx, o)
-		}, dynLW},
-		{"metadata", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return mc.Resource(pods).Namespace("ns").List(ctx, o)
-		}, metaLW},
+	must := func(w watch.Interface, err error) watch.Interface {
+		if err != nil {
+			t.Fatalf("the client's Watch: %v", err)
+		}
+		return w
 	}
+	getterReq := func(o metav1.ListOptions) *restclient.Request {
+		return getter.Get().Namespace("ns").Resource("pods").VersionedParams(&o, metav1.ParameterCodec)
+	}
+	return []pair{{
+		name: "typed",
+		client: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Pods("ns").List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) watch.Interface {
+			return must(cs.CoreV1().Pods("ns").Watch(ctx, o))
+		},
+		ours: typedLW,
+	}, {
+		name: "REST client",
+		client: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return getterReq(o).Do(ctx).Get()
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) watch.Interface {
+			o.Watch = true
+			return must(getterReq(o).Watch(ctx))
+		},
+		ours: getterLW,
+	}, {
+		name: "dynamic",
+		client: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return dc.Resource(pods).Namespace("ns").List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) watch.Interface {
+			return must(dc.Resource(pods).Namespace("ns").Watch(ctx, o))
+		},
+		ours: dynLW,
+	}, {
+		name: "metadata",
+		client: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return mc.Resource(pods).Namespace("ns").List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) watch.Interface {
+			return must(mc.Resource(pods).Namespace("ns").Watch(ctx, o))
+		},
+		ours: metaLW,
+	}}
 }
 
 // TestListsAskAndAnswerAsTheirClients: each ListWatch that reads its
