@@ -251,7 +251,7 @@ func TestClientGoFIFOTransformerUnderWatchList(t *testing.T) {
 func TestWatchListBufferHoldsTransformedObjects(t *testing.T) {
 	tf := &countingTransform{}
 	fifo := clientgocache.NewRealFIFOWithOptions(clientgocache.RealFIFOOptions{KeyFunction: MetaNamespaceKeyFunc, KnownObjects: NewStore(MetaNamespaceKeyFunc), Transformer: tf.transform})
-	e := newInitialEvents(fifo, nil)
+	e := newInitialEvents(fifo, nil, false)
 	if err := e.Add(cm("a", "1")); err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,13 @@ type initialEvents struct {
 	reused int
 }
 
-func newInitialEvents(store ReflectorStore, in *intake) *initialEvents {
+func newInitialEvents(store ReflectorStore, in *intake, leaned bool) *initialEvents {
 	e := &initialEvents{in: in, reuse: in.reusing()}
+	if leaned && !e.reuse {
+		// The objects arrive with the intake's steps done (see
+		// intake.watchItem): nothing is left to prepare.
+		e.in = nil
+	}
 	if ts, ok := store.(TransformingStore); ok {
 		e.transform = ts.Transformer()
 	}

@@ -95,6 +95,19 @@ func (in *intake) leanDeleted(obj runtime.Object) {
 	}
 }
 
+// watchItem is what a watch's ListWatch may run on each object where it
+// decodes it, for a stream starting in mode: the lean steps of ADDED and
+// MODIFIED events (DELETED events' objects get them too, which only
+// spends a little work on objects leaving the cache), unless nothing is
+// made lean or, for a WatchList's initial events, the store's held
+// objects are looked up first (see prepare).
+func (in *intake) watchItem(mode streamMode) func(runtime.Object) {
+	if in == nil || !in.leans() || (mode.gathering() && in.reusing()) {
+		return nil
+	}
+	return in.lean
+}
+
 // synced is told that a sync of items objects completed: the store may
 // hold objects from now on, and the share table's generations span at
 // least that many.

@@ -107,7 +107,7 @@ func (c *cycle) streamerFor(wg *watching) *streamer {
 		s.stall.expectEnd(realClock.Now().Add(left))
 	}
 	if wg.mode.gathering() {
-		s.initial = newInitialEvents(r.store, r.in)
+		s.initial = newInitialEvents(r.store, r.in, wg.leaned)
 		s.sink = s.initial
 		return s
 	}
@@ -342,10 +342,11 @@ func (s *streamer) report(err error, ev watch.Event) {
 
 // lean applies the Reflector's lean options to obj, an event's object,
 // by how (the intake's method for the event's type), before the store
-// gets it; while gathering, the initial-events buffer prepares what it
-// gathers itself.
+// gets it, unless the watch's objects arrived lean (watching.leaned);
+// while gathering, the initial-events buffer prepares what it gathers
+// itself.
 func (s *streamer) lean(obj runtime.Object, how func(*intake, runtime.Object)) {
-	if in := s.subject.in; in != nil && in.leans() && !s.mode.gathering() {
+	if in := s.subject.in; in != nil && in.leans() && !s.mode.gathering() && !s.watch.leaned {
 		how(in, obj)
 	}
 }

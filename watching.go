@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/repr"
 )
 
@@ -34,6 +35,10 @@ type watching struct {
 	// last sign of life (its open, its last event or bookmark, or an
 	// answer to a quiet check).
 	opened, lastSign time.Time
+	// leaned says its objects arrive with the intake's lean steps done:
+	// the ListWatch ran them where it decoded the objects (see
+	// intake.watchItem).
+	leaned bool
 }
 
 // request starts a watching of a watch requested with opts at now (on the
@@ -108,8 +113,10 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 // nor an error has failed to open one: err is errNilWatch, classified as
 // any other error opening a watch or a WatchList.
 func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
+	wctx, hint := listhint.With(ctx, c.r.in.watchItem(c.watch.mode))
+	defer hint.Close()
 	call := startCall(func() (watch.Interface, error) {
-		w, err := c.r.lw.WatchWithContext(ctx, opts)
+		w, err := c.r.lw.WatchWithContext(wctx, opts)
 		if err == nil && repr.IsNil(w) {
 			return nil, errNilWatch
 		}
@@ -121,6 +128,7 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 		return nil, nil, false
 	}
 	w, err := o.result()
+	c.watch.leaned = err == nil && hint.WatchItemized()
 	return w, err, true
 }
 

@@ -43,7 +43,7 @@ func TestWatchListAppliesStoreTransform(t *testing.T) {
 }
 
 func TestInitialEventsHandlesUpdatesAndDeletes(t *testing.T) {
-	e := newInitialEvents(cachetest.NewRecordingStore(nil), nil)
+	e := newInitialEvents(cachetest.NewRecordingStore(nil), nil, false)
 	for _, name := range []string{"a", "b", "c"} {
 		if err := e.Add(cm(name, "1")); err != nil {
 			t.Fatal(err)

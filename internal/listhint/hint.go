@@ -1,13 +1,14 @@
-// Package listhint is what a Reflector's paginated LIST offers the
-// ListWatches this module builds, through the context of each page's
+// Package listhint is what a Reflector's paginated LIST, or its WATCH,
+// offers the ListWatches this module builds, through the context of each
 // call: a function to run on each item where it is decoded (so lean
-// objects are made off the Reflector's path), and a pipeline that
-// requests the next page as soon as its continue token is known.
+// objects are made off the Reflector's path), and for a LIST a pipeline
+// that requests the next page as soon as its continue token is known.
 //
 // A ListWatch that does not know this package ignores the hint: the
 // Reflector then treats its pages as it always did. The hint belongs to
-// one LIST (one pager run): the pager makes it with With and closes it
-// when the LIST ends, which cancels and joins every page requested ahead.
+// one LIST (one pager run) or one WATCH call: the Reflector makes it with
+// With and closes it when the LIST ends or the WATCH call returns, which
+// cancels and joins every page requested ahead.
 package listhint
 
 import (
@@ -31,9 +32,11 @@ type Hint struct {
 	mu sync.Mutex
 	// ahead holds the pages requested ahead, oldest first.
 	ahead []*page
-	// itemized holds the lists whose items item has already seen.
-	itemized map[runtime.Object]bool
-	closed   bool
+	// itemized holds the lists whose items item has already seen;
+	// watchItemized says a watch's objects go through item.
+	itemized      map[runtime.Object]bool
+	watchItemized bool
+	closed        bool
 }
 
 type key struct{}
@@ -96,4 +99,29 @@ func (h *Hint) Close() {
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+}
+
+// WatchItem returns the function to run on each object a watch decodes,
+// or nil, and records that the ListWatch runs it (see WatchItemized).
+// Only a ListWatch that runs it on every object of the watch it opens
+// may call it.
+func (h *Hint) WatchItem() func(runtime.Object) {
+	if h == nil || h.item == nil {
+		return nil
+	}
+	h.mu.Lock()
+	h.watchItemized = true
+	h.mu.Unlock()
+	return h.item
+}
+
+// WatchItemized says whether the ListWatch took WatchItem: the objects of
+// the watch it opened have been through the item function.
+func (h *Hint) WatchItemized() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watchItemized
 }

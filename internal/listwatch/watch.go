@@ -9,13 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/watchdecode"
 )
 
 // streamWatch returns the Watch of a REST whose WATCH request request
 // builds (opts.Watch is set): its body is decoded on GOMAXPROCS workers,
 // delivered in order (see watchdecode) with the decoders d negotiated from
-// the client's serializer. It opens the watch as rest.Request.Watch does:
+// the client's serializer; the workers run the item function of the
+// Reflector's hint, if any, on every object. It opens the watch as rest.Request.Watch does:
 // a connection that fails before any response (reset, EOF, a lost HTTP/2
 // connection) is tried again, up to client-go's default MaxRetries, and
 // then answered with an empty watch.
@@ -26,7 +28,8 @@ func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *w
 			body, err := request(opts).Stream(ctx)
 			switch {
 			case err == nil:
-				return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0)}), nil
+				item := listhint.From(ctx).WatchItem()
+				return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item}), nil
 			case !retryableTransport(err) || ctx.Err() != nil:
 				return nil, err
 			case attempt >= maxTransportRetries:

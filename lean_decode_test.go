@@ -1,0 +1,99 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kreflector/cache/cachetest"
+	"github.com/kreflector/cache/internal/listhint"
+	"github.com/kreflector/cache/internal/listwatch"
+)
+
+// hintWatcher records whether the ListWatch it wraps took the Reflector's
+// item function for the watches it opened.
+type hintWatcher struct {
+	*ListWatch
+	itemized, watches atomic.Int32
+	// opened gets a value per watch opened.
+	opened chan struct{}
+}
+
+func (h *hintWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := h.ListWatch.WatchWithContext(ctx, opts)
+	h.watches.Add(1)
+	if listhint.From(ctx).WatchItemized() {
+		h.itemized.Add(1)
+	}
+	select {
+	case h.opened <- struct{}{}:
+	default:
+	}
+	return w, err
+}
+
+// TestLeanStepsRunWhereTheListWatchDecodes: over a clientset's ListWatch,
+// a Reflector's lean options are applied by the decode workers, for LIST
+// pages and WatchList streams alike, and the store gets lean objects.
+func TestLeanStepsRunWhereTheListWatchDecodes(t *testing.T) {
+	for _, watchList := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) {
+			srv := cachetest.NewServer(cachetest.Options{})
+			t.Cleanup(srv.Close)
+			pods := srv.Resource(cachetest.Type{Resource: "pods", Object: &corev1.Pod{}, List: &corev1.PodList{}})
+			srv.Start()
+			for i := range 20 {
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "ns",
+					Labels:        map[string]string{"app": "web"},
+					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}}}
+				if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+			lw := &hintWatcher{ListWatch: listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil), opened: make(chan struct{}, 1)}
+			store := NewStore(MetaNamespaceKeyFunc)
+			r := NewReflectorWithOptions(lw, &corev1.Pod{}, store, ReflectorOptions{
+				UseWatchList: &watchList, DropManagedFields: true, ShareStrings: true})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); r.RunWithContext(ctx) }()
+			if err := r.WaitForSync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-lw.opened
+			cancel()
+			<-done
+			assertLean(t, store.List())
+			if lw.watches.Load() == 0 || lw.itemized.Load() != lw.watches.Load() {
+				t.Fatalf("%d of %d watches took the lean steps to their decode workers", lw.itemized.Load(), lw.watches.Load())
+			}
+		})
+	}
+}
+
+// assertLean checks that objs have no managedFields and share their
+// label values.
+func assertLean(t *testing.T, objs []interface{}) {
+	t.Helper()
+	if len(objs) != 20 {
+		t.Fatalf("%d objects, want 20", len(objs))
+	}
+	first := objs[0].(runtime.Object).(*corev1.Pod).Labels["app"]
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
+		if p.ManagedFields != nil {
+			t.Fatalf("%s kept its managedFields", p.Name)
+		}
+		if !sameString(p.Labels["app"], first) {
+			t.Fatalf("%s does not share its label value", p.Name)
+		}
+	}
+}
