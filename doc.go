@@ -35,7 +35,9 @@
 // InformerHealthReporter. Reflectors and informers say when they have
 // stopped (State Stopped; WaitForSync and WaitForShard return ErrStopped
 // at once). A ListerWatcher call that returns nil and no error is a
-// failed call (ErrNilResult), not a crash.
+// failed call (ErrNilResult), not a crash; an informer's index function
+// that fails is a Degraded informer that relists (ErrIndexerFailed), not
+// a crash.
 //
 // # Metrics
 //

@@ -75,7 +75,8 @@ const (
 	// at once, since retrying the same request cannot mend it.
 	ReasonRejected DegradedReason = "Rejected"
 	// ReasonStoreFailing: the store refused a watch event (see
-	// ErrStoreRefused), or the Replace of the relist that followed;
+	// ErrStoreRefused), or the Replace of the relist that followed, or an
+	// informer's indexer failed to apply a change (see ErrIndexerFailed);
 	// reported at once, until a relist goes through.
 	ReasonStoreFailing DegradedReason = "StoreFailing"
 )

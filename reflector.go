@@ -103,6 +103,9 @@ type Reflector struct {
 	watchListing watchListProgress
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
+	// relists holds requests to relist made from other goroutines (an
+	// informer's failing indexer; see relistFor).
+	relists relistRequests
 	// storeShard is the shard whose objects the store holds (the zero
 	// Shard before the first sync); pendingReshard says the shard changed
 	// since, so the next cycle tries to merge (see reshard_merge.go);
