@@ -42,7 +42,8 @@ const (
 	// ListReshardAdded: the Reflector's shard changed and only the ranges
 	// it added are listed, then merged into the store (see SetShard).
 	ListReshardAdded ListCause = "reshard_added"
-	// ListStoreRefused: the store refused a watch event (ErrStoreRefused);
+	// ListStoreRefused: the store refused a watch event (ErrStoreRefused),
+	// or an informer's indexer failed to apply a change (ErrIndexerFailed);
 	// the relist brings it back in line with the server.
 	ListStoreRefused ListCause = "store_refused"
 )

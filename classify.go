@@ -24,6 +24,9 @@ func classify(w where, err error, f facts) outcome {
 		return replaceOutcome(w)
 	case atQuietCheck:
 		return quietOutcome()
+	case atIndexer:
+		// As a refused watch event: the cycle has ended; relist.
+		return storeOutcome(outcome{})
 	}
 	o := outcome{end: watchEndCause(err), reached: isRVUnavailable(err), streak: streakReset}
 	o.relist = relistCause(o.end)

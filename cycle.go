@@ -77,18 +77,19 @@ func (spec *shardSpec) selectorOrNone() string {
 	return spec.selector
 }
 
+// run runs the cycle's phases until one ends it or ctx ends, or a request
+// to relist does (see relistRequests), which it then carries out.
 func (c *cycle) run(ctx context.Context) error {
 	defer c.close()
+	cctx := c.r.relists.begin(ctx)
 	p := c.firstSync()
 	if c.r.pendingReshard {
 		p = phaseReshard
 	}
-	for p != phaseDone {
-		if ctx.Err() != nil {
-			return c.err
-		}
-		p = c.step(ctx, p)
+	for p != phaseDone && cctx.Err() == nil {
+		p = c.step(cctx, p)
 	}
+	c.relistIfAsked(ctx, cctx.Err() != nil)
 	return c.err
 }
 

@@ -118,6 +118,11 @@ func classifyTable(expired, gone, throttled, internal, forbidden, unauthorized, 
 			// The store's Resync failed while watching.
 			{"Resync", atResync, resync, facts{},
 				outcome{next: stepRelist, end: WatchResyncFailed, relist: ListWatchError, health: healthLoss, reason: ReasonWatchFailing, log: logWatchEnded}},
+
+			// An informer's indexer failed to apply a change its queue had
+			// accepted, and asked for a relist, which ended the cycle.
+			{"indexer failed", atIndexer, fmt.Errorf("%w: index \"x\" failed on ns/a: %w", ErrIndexerFailed, errors.New("boom")), facts{},
+				outcome{next: stepRelist, relist: ListStoreRefused, health: healthNow, reason: ReasonStoreFailing}},
 		},
 		watchOpenRows(expired, throttled, internal, forbidden, unauthorized, notFound, lost),
 		watchStreamRows(expired, gone, throttled, internal, forbidden, short, stalled, resync, lost),

@@ -32,9 +32,12 @@
 // ReflectorOptions.OnHealthChange say whether the store is current and, if
 // not, why (a DegradedReason and the last error): the contract is on
 // Health. Informers report theirs and their handlers' through
-// InformerHealthReporter, and say when they have stopped (State Stopped;
-// WaitForSync returns ErrStopped at once). A ListerWatcher call that
-// returns nil and no error is a failed call (ErrNilResult), not a crash.
+// InformerHealthReporter. Reflectors and informers say when they have
+// stopped (State Stopped; WaitForSync and WaitForShard return ErrStopped
+// at once). A ListerWatcher call that returns nil and no error is a
+// failed call (ErrNilResult), not a crash; an informer's index function
+// that fails is a Degraded informer that relists (ErrIndexerFailed), not
+// a crash.
 //
 // # Metrics
 //

@@ -57,5 +57,6 @@ func ExampleNewReflectorWithOptions() {
 	fmt.Println(keys)
 	// Output:
 	// health: Synced
+	// health: Stopped
 	// [default/a default/b]
 }

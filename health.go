@@ -19,10 +19,11 @@ const (
 	// Degraded: the Reflector cannot keep the store current; Reason says
 	// why (see Health).
 	Degraded
-	// Stopped: the informer has stopped (its Run returned), so nothing
-	// keeps its store current any more; HasSynced and LastError say how
-	// far it got. An informer's Health says it (InformerHealth.Reflector);
-	// a Reflector's own Health does not.
+	// Stopped: Run has returned (the Reflector's, or the informer's), so
+	// nothing keeps the store current any more; HasSynced and LastError
+	// say how far it got. WaitForSync and WaitForShard then return at once
+	// with an error wrapping ErrStopped. A Reflector run again leaves it
+	// (Syncing until its next sync).
 	Stopped
 )
 
@@ -74,7 +75,8 @@ const (
 	// at once, since retrying the same request cannot mend it.
 	ReasonRejected DegradedReason = "Rejected"
 	// ReasonStoreFailing: the store refused a watch event (see
-	// ErrStoreRefused), or the Replace of the relist that followed;
+	// ErrStoreRefused), or the Replace of the relist that followed, or an
+	// informer's indexer failed to apply a change (see ErrIndexerFailed);
 	// reported at once, until a relist goes through.
 	ReasonStoreFailing DegradedReason = "StoreFailing"
 )
@@ -142,6 +144,8 @@ const ReasonWatchFailed = ReasonWatchFailing
 //     nothing in it), a 429 or refused connection mended by the next
 //     attempt, a 410 followed by a relist that completes within the grace
 //     period, and a long initial sync stay Synced or Syncing.
+//   - Stopped once Run has returned, with HasSynced and LastError as they
+//     were.
 //
 // classify (classify.go) decides which failures do what; cycle_test.go
 // lists them. liveness (liveness.go) owns the loss and its reports;
@@ -245,6 +249,18 @@ func sameText(err, last error) bool {
 
 func (h *health) healthy(now time.Time) { h.set(Synced, ReasonNone, nil, now) }
 
+// stop records that Run returned at now: Stopped, with HasSynced and
+// LastError as they were. It is Run's last write.
+func (h *health) stop(now time.Time) { h.set(Stopped, ReasonNone, nil, now) }
+
+// resume records that Run starts at now: a Reflector that had stopped is
+// Syncing again (its store is not known to be current until it syncs).
+func (h *health) resume(now time.Time) {
+	if h.snapshot().State == Stopped {
+		h.set(Syncing, ReasonNone, nil, now)
+	}
+}
+
 // note records err, a failure's error, as LastError without changing the
 // state: health has not changed, so nobody is notified (see
 // ReflectorOptions.OnHealthChange). While Degraded it does nothing: the
@@ -265,28 +281,34 @@ func (r *Reflector) Health() Health { return r.health.snapshot() }
 // WatchList at least once. Safe from any goroutine.
 func (r *Reflector) HasSynced() bool { return r.Health().HasSynced }
 
-// ErrNotSynced is wrapped by WaitForSync's error when ctx ends first (or,
-// for an informer, when it stopped first: see ErrStopped).
+// ErrNotSynced is wrapped by WaitForSync's error when ctx ends first, or
+// when the Reflector (or informer) stopped first (see ErrStopped).
 var ErrNotSynced = errors.New("reflector has not synced")
 
 // ErrStopped is wrapped, with ErrNotSynced, by the WaitForSync error of
-// an informer (or one of its registrations) that stopped before it
-// synced: nothing will sync it any more, so WaitForSync returns at once
-// instead of waiting for its context to end.
+// a Reflector or informer (or one of the informer's registrations) that
+// stopped (Run returned) before it synced, and by the WaitForShard error
+// of one that stopped before it synced the shard: nothing will sync it
+// any more, so they return at once instead of waiting for their context
+// to end.
 var ErrStopped = errors.New("stopped")
 
-// WaitForSync blocks until the store has been filled once (nil) or ctx
-// ends. In the second case the error wraps ErrNotSynced, ctx's error and
-// the last error the Reflector met (Health.LastError, set from the first
-// failure on), so that, for example, apierrors.IsForbidden(err) tells an
-// RBAC problem from a slow server; and while a WatchList streams the
-// initial state, it says that it waits for the WatchList's
-// initial-events-end bookmark and how many objects have come so far.
+// WaitForSync blocks until the store has been filled once (nil), ctx
+// ends, or Run has returned (at once if it already had). Unsynced, the
+// error wraps ErrNotSynced, ctx's error (or ErrStopped) and the last
+// error the Reflector met (Health.LastError, set from the first failure
+// on), so that, for example, apierrors.IsForbidden(err) tells an RBAC
+// problem from a slow server; and while a WatchList streams the initial
+// state, it says that it waits for the WatchList's initial-events-end
+// bookmark and how many objects have come so far.
 func (r *Reflector) WaitForSync(ctx context.Context) error {
 	for {
 		h, changed := r.health.next()
-		if h.HasSynced {
+		switch {
+		case h.HasSynced:
 			return nil
+		case h.State == Stopped:
+			return notSyncedError("", ErrStopped, r.syncCause())
 		}
 		select {
 		case <-changed:

@@ -104,7 +104,7 @@ func TestHealthDegradedWhileWatchListNeverEnds(t *testing.T) {
 		log := &healthLog{start: time.Now()}
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{HealthGrace: 2 * time.Second, OnHealthChange: log.record})
 		runUntilDrained(t, r, lw)
-		if len(log.changes) != 2 || log.changes[0] != "Degraded/ListFailing@2s" || !strings.HasPrefix(log.changes[1], "Synced/") {
+		if len(log.changes) != 3 || log.changes[0] != "Degraded/ListFailing@2s" || !strings.HasPrefix(log.changes[1], "Synced/") || !strings.HasPrefix(log.changes[2], "Stopped/") {
 			t.Fatalf("health changes %q", log.changes)
 		}
 		if h := r.Health(); !errors.Is(h.LastError, errWatchListIncomplete) || !h.HasSynced {

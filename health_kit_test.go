@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -36,8 +37,9 @@ func runScripted(t *testing.T, lists []listReply, watches []watchReply, d time.D
 
 // runOn runs a Reflector (LIST then WATCH, default grace) on lw for d of
 // synctest time, with rnd as its randomness (nil: its own) and after set
-// (if any) has adjusted it; it waits for lw's calls in flight and returns
-// the health changes and last health.
+// (if any) has adjusted it, then stops it; it waits for lw's calls in
+// flight and returns the health changes and last health of the run, and
+// checks that the stop was reported (Stopped, with HasSynced as it was).
 func runOn(t *testing.T, lw ListerWatcher, inflight *sync.WaitGroup, rnd *rand.Rand, set func(*Reflector), d time.Duration) ([]string, Health) {
 	var changes []string
 	var last Health
@@ -51,9 +53,13 @@ func runOn(t *testing.T, lw ListerWatcher, inflight *sync.WaitGroup, rnd *rand.R
 		_, stop := startReflector(t, r)
 		time.Sleep(d)
 		synctest.Wait()
+		changes, last = log.recorded(), r.Health()
 		stop()
 		inflight.Wait()
-		changes, last = log.changes, r.Health()
+		after, want := log.recorded()[len(changes):], fmt.Sprintf("Stopped/@%v", d.Round(100*time.Millisecond))
+		if h := r.Health(); h.State != Stopped || h.HasSynced != last.HasSynced || !slices.Equal(after, []string{want}) {
+			t.Errorf("after the stop: health %v, changes %q; want one, %s", h, after, want)
+		}
 	})
 	return changes, last
 }

@@ -64,7 +64,7 @@ func TestHealthNoAlarmAfterQuietWatchListRelist(t *testing.T) {
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		stop()
-		wantChanges(t, log.changes, "Synced/@0s")
+		wantChanges(t, log.changes, "Synced/@0s", "Stopped/@1m0s")
 		if got := lw.recorded(); len(got) != 2 {
 			t.Fatalf("calls %q, want two WatchLists", got)
 		}

@@ -38,7 +38,7 @@ func TestHealthRecoversAndNotifies(t *testing.T) {
 		<-lw.drained
 		synctest.Wait()
 		stop()
-		want := []string{"Degraded/NotFound", "Synced/"}
+		want := []string{"Degraded/NotFound", "Synced/", "Stopped/"}
 		if len(seen) != len(want) {
 			t.Fatalf("health changes %q, want %q", seen, want)
 		}
@@ -50,8 +50,9 @@ func TestHealthRecoversAndNotifies(t *testing.T) {
 		if got := lw.recorded(); len(got) != 4 || !strings.HasPrefix(got[2], "WATCH") || !strings.HasPrefix(got[3], "WATCH") {
 			t.Fatalf("calls %q, want LIST, LIST, the throttled WATCH and its retry", got)
 		}
-		// LastError is the latest failure's, the 429 that raised no alarm.
-		if h := r.Health(); h.State != Synced || !r.HasSynced() || !apierrors.IsTooManyRequests(h.LastError) {
+		// LastError is the latest failure's, the 429 that raised no alarm;
+		// the stop keeps it.
+		if h := r.Health(); h.State != Stopped || !r.HasSynced() || !apierrors.IsTooManyRequests(h.LastError) {
 			t.Fatalf("final health %+v", h)
 		}
 	})

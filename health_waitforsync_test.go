@@ -122,3 +122,50 @@ func TestWaitForSyncSaysItWaitsForTheWatchListBookmark(t *testing.T) {
 		}
 	})
 }
+
+// A Reflector whose Run has returned says so: Health is Stopped, with
+// what it had learned (HasSynced, the last error), OnHealthChange hears
+// of it, and WaitForSync returns at once, a wait already in progress
+// included, with ErrStopped and the cause instead of waiting for its
+// context. Run again, it is Syncing until it syncs.
+func TestReflectorStoppedSaysSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		forbidden := apierrors.NewForbidden(cmGVR, "", errors.New("no list rights"))
+		lw := newScript([]listReply{{err: forbidden}, {list: cmList("1", "", cm("a", "1")), delay: time.Second}}, nil)
+		log := &healthLog{start: time.Now()}
+		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{UseWatchList: ptr.To(false), OnHealthChange: log.record})
+		_, stop := startReflector(t, r)
+		waited := make(chan error, 1)
+		go func() { waited <- r.WaitForSync(context.Background()) }()
+		synctest.Wait()
+		stop()
+		synctest.Wait()
+		h := r.Health()
+		if h.State != Stopped || h.Reason != ReasonNone || h.HasSynced || !apierrors.IsForbidden(h.LastError) {
+			t.Fatalf("health after Run returned: %+v; want Stopped, unsynced, with the Forbidden error", h)
+		}
+		if log.last.State != Stopped {
+			t.Errorf("OnHealthChange last heard %+v, want Stopped", log.last)
+		}
+		for i, err := range []error{<-waited, r.WaitForSync(context.Background())} {
+			if !errors.Is(err, ErrStopped) || !errors.Is(err, ErrNotSynced) || !apierrors.IsForbidden(err) {
+				t.Errorf("WaitForSync %d = %v; want ErrStopped, ErrNotSynced and the Forbidden error", i, err)
+			}
+		}
+		_, stop = startReflector(t, r)
+		synctest.Wait()
+		if h := r.Health(); h.State != Syncing {
+			t.Fatalf("health of a Reflector run again, listing: %+v; want Syncing", h)
+		}
+		if err := r.WaitForSync(t.Context()); err != nil {
+			t.Fatalf("WaitForSync of a Reflector run again: %v", err)
+		}
+		stop()
+		if h := r.Health(); h.State != Stopped || !h.HasSynced {
+			t.Fatalf("health after a synced run returned: %+v", h)
+		}
+		if err := r.WaitForSync(context.Background()); err != nil {
+			t.Fatalf("WaitForSync of a stopped Reflector that synced = %v", err)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -80,6 +81,13 @@ type healthLog struct {
 	start   time.Time
 	changes []string
 	last    Health
+}
+
+// recorded returns the changes recorded so far.
+func (l *healthLog) recorded() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.changes)
 }
 
 func (l *healthLog) record(h Health) {

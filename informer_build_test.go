@@ -44,7 +44,8 @@ func (panickyLW) IsWatchListSemanticsUnSupported() bool { panic("lister cannot t
 
 // A panic while Run builds the Reflector leaves Run (re-raised, as any
 // panic in Run is) and leaves nothing locked: WaitForSync returns at
-// once, with ErrNotSynced and ErrStopped, and Health says Stopped.
+// once, with ErrNotSynced and ErrStopped, and so does WaitForShard, and
+// Health says Stopped.
 // Before, the controller's lock was
 // held through the panic and Run's deferred log waited for it for ever,
 // and so did WaitForSync. A goroutine blocked on a mutex is not durably
@@ -82,6 +83,11 @@ func TestInformerConstructionPanicDoesNotWedge(t *testing.T) {
 			}
 			if h := inf.Health(); h.Reflector.State != Stopped || h.Reflector.HasSynced {
 				t.Errorf("Health = %s, want the Reflector Stopped (none was built), never synced", fmt.Sprint(h.Reflector))
+			}
+			shardWaited := make(chan any, 1)
+			go func() { shardWaited <- inf.WaitForShard(t.Context(), mustShard(t, 0, 2)) }()
+			if err, _ := within(t, shardWaited).(error); !errors.Is(err, ErrNotSynced) || !errors.Is(err, ErrStopped) {
+				t.Errorf("WaitForShard = %v, want ErrNotSynced and ErrStopped", err)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -34,6 +35,11 @@ type controller struct {
 	// held, if set, is the store the Queue feeds (an informer's indexer),
 	// where a relist looks for the objects it holds.
 	held getter
+	// applies: the Config's Process is this package's delta applier (an
+	// informer's), so an error it returns is the store's failure to apply
+	// a change (see storeFailed); a Process of the user's has its errors
+	// dropped, as in client-go.
+	applies bool
 }
 
 // New returns a Controller for c, driven by this package's Reflector,
@@ -179,13 +185,29 @@ func (discardStore) Resync() error                       { return nil }
 
 // processLoop pops the Queue until it is closed or ctx ends. Errors from
 // the process function are dropped after the Queue has dealt with them,
-// as in client-go.
+// as in client-go, unless it is an informer's, whose errors are the
+// store's failures (see storeFailed).
 func (c *controller) processLoop(ctx context.Context) {
 	pop := c.popper()
 	for ctx.Err() == nil {
-		if err := pop(); errors.Is(err, ErrFIFOClosed) {
+		err := pop()
+		switch {
+		case errors.Is(err, ErrFIFOClosed):
 			return
+		case err != nil && c.applies:
+			c.storeFailed(fmt.Errorf("%w: %w", ErrIndexerFailed, err))
 		}
+	}
+}
+
+// storeFailed is told, from the goroutine that processes the Queue, that
+// the store the Queue is applied to failed to apply a change (err, which
+// wraps ErrIndexerFailed): the Reflector counts it and relists (see
+// Reflector.relistFor). Before Run has built the Reflector nothing is
+// applied, so nothing fails.
+func (c *controller) storeFailed(err error) {
+	if r := c.runningReflector(); r != nil {
+		r.relistFor(err)
 	}
 }
 

@@ -14,13 +14,16 @@ import (
 // through this package's Reflector, calling options.Handler for every
 // change. Use the store only to read: writing to it makes the
 // notifications wrong. It panics if the ListerWatcher or the Handler is nil.
+// A failure of the store while the queue is applied (an index function's
+// error, on which client-go's indexer panics) makes the Reflector relist
+// (see ErrIndexerFailed).
 func NewInformerWithOptions(options InformerOptions) (clientgocache.Store, Controller) {
 	var store clientgocache.Store
 	metrics := clientgocache.WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)
 	if options.Indexers == nil {
 		store = clientgocache.NewStore(informerKeyFunc, metrics)
 	} else {
-		store = clientgocache.NewIndexer(informerKeyFunc, options.Indexers, metrics)
+		store = newGuardedIndexer(options.Indexers, metrics)
 	}
 	return store, newInformer(store, options, "NewInformerWithOptions")
 }
@@ -38,7 +41,7 @@ func NewInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncP
 //
 // Deprecated: use NewInformerWithOptions, as in client-go.
 func NewIndexerInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, indexers Indexers) (Indexer, Controller) {
-	store := clientgocache.NewIndexer(informerKeyFunc, indexers)
+	store := newGuardedIndexer(indexers)
 	opts := InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Indexers: indexers}
 	return store, newInformer(store, opts, "NewIndexerInformer")
 }
@@ -58,7 +61,7 @@ func NewTransformingInformer(lw clientgocache.ListerWatcher, objType runtime.Obj
 //
 // Deprecated: use NewInformerWithOptions, as in client-go.
 func NewTransformingIndexerInformer(lw clientgocache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h ResourceEventHandler, indexers Indexers, transformer clientgocache.TransformFunc) (Indexer, Controller) {
-	store := clientgocache.NewIndexer(informerKeyFunc, indexers)
+	store := newGuardedIndexer(indexers)
 	opts := InformerOptions{ListerWatcher: lw, ObjectType: objType, Handler: h, ResyncPeriod: resyncPeriod, Indexers: indexers, Transform: transformer}
 	return store, newInformer(store, opts, "NewTransformingIndexerInformer")
 }
@@ -84,6 +87,10 @@ func newInformer(store clientgocache.Store, options InformerOptions, fn string) 
 		ProcessBatch:     a.processBatch,
 	}).(*controller)
 	c.held = store
+	c.applies = true
+	if g, ok := store.(*guardedIndexer); ok {
+		g.reportTo(c.storeFailed)
+	}
 	if options.Identifier.Name() != "" {
 		// Named after its identity rather than the caller of New.
 		c.name = informerName(options.ObjectType, options.Identifier)

@@ -43,23 +43,17 @@ func (s *sharedIndexInformer) SetShard(sh Shard) error {
 
 // WaitForShard blocks until the informer's indexer holds shard s's
 // objects: its Reflector has synced with s (see Reflector.WaitForShard)
-// and that sync has been applied to the indexer (nil), or ctx ends. With
-// client-go's AtomicFIFO feature gate off (it is on by default), the queue
-// does not mark where a sync ends, and it returns once the Reflector has
-// synced: the indexer follows as the queue is processed.
+// and that sync has been applied to the indexer (nil), ctx ends, or the
+// informer has stopped (at once if it had: the error wraps ErrNotSynced
+// and ErrStopped). With client-go's AtomicFIFO feature gate off (it is on
+// by default), the queue does not mark where a sync ends, and it returns
+// once the Reflector has synced: the indexer follows as the queue is
+// processed.
 func (s *sharedIndexInformer) WaitForShard(ctx context.Context, sh Shard) error {
-	fail := func() error { return fmt.Errorf("%w with shard %s: %w", ErrNotSynced, sh, ctx.Err()) }
-	select {
-	case <-s.reflectorBuilt:
-	case <-ctx.Done():
-		return fail()
+	r, err := s.builtReflector(ctx)
+	if err != nil {
+		return shardNotSynced(sh, err)
 	}
-	s.mu.Lock()
-	ctrl := s.ctrl
-	s.mu.Unlock()
-	ctrl.mu.RLock()
-	r := ctrl.reflector
-	ctrl.mu.RUnlock()
 	for {
 		if err := r.WaitForShard(ctx, sh); err != nil || !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
 			return err
@@ -68,15 +62,48 @@ func (s *sharedIndexInformer) WaitForShard(ctx context.Context, sh Shard) error 
 		// which the indexer gets as one ReplacedAll, in order.
 		_, syncs, synced := r.shards.lastSynced()
 		applied, changed := s.replaced.get()
-		if applied >= syncs {
+		switch {
+		case applied >= syncs:
 			return nil
+		case closed(s.halted):
+			return shardNotSynced(sh, ErrStopped)
 		}
 		select {
 		case <-changed:
 		case <-synced:
+		case <-s.halted:
 		case <-ctx.Done():
-			return fail()
+			return shardNotSynced(sh, ctx.Err())
 		}
+	}
+}
+
+// builtReflector waits until Run has built the informer's Reflector and
+// returns it, or ctx's error, or ErrStopped if the informer stopped
+// without building one.
+func (s *sharedIndexInformer) builtReflector(ctx context.Context) (*Reflector, error) {
+	select {
+	case <-s.reflectorBuilt:
+	case <-s.halted:
+		if !closed(s.reflectorBuilt) {
+			return nil, ErrStopped
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	ctrl := s.ctrl
+	s.mu.Unlock()
+	return ctrl.runningReflector(), nil
+}
+
+// closed says whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

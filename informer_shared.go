@@ -21,7 +21,9 @@ import (
 // pops it into the indexer and fans the changes out to the handlers, each
 // of which has its own goroutine and backlog.
 type sharedIndexInformer struct {
-	indexer Indexer
+	// indexer reports the index functions' failures to the controller
+	// (see ErrIndexerFailed).
+	indexer *guardedIndexer
 	lw      clientgocache.ListerWatcher
 	objType runtime.Object
 	options SharedIndexInformerOptions
@@ -71,7 +73,9 @@ func NewSharedInformer(lw clientgocache.ListerWatcher, exampleObject runtime.Obj
 // resync every defaultEventHandlerResyncPeriod unless they ask otherwise
 // (0: no resyncs). Its parameter and result types are client-go's, so it
 // fits controller-runtime's cache.Options.NewInformer and
-// SharedInformerFactory.InformerFor. It panics if lw is nil.
+// SharedInformerFactory.InformerFor. It panics if lw is nil. An index
+// function's error does not panic, as client-go's indexer does: the
+// informer says so in Health and relists (see ErrIndexerFailed).
 func NewSharedIndexInformer(lw clientgocache.ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration, indexers Indexers) SharedIndexInformer {
 	return newSharedIndexInformer(lw, exampleObject, SharedIndexInformerOptions{ResyncPeriod: defaultEventHandlerResyncPeriod, Indexers: indexers}, "NewSharedIndexInformer")
 }
@@ -87,7 +91,7 @@ func NewSharedIndexInformerWithOptions(lw clientgocache.ListerWatcher, exampleOb
 func newSharedIndexInformer(lw clientgocache.ListerWatcher, obj runtime.Object, options SharedIndexInformerOptions, fn string) *sharedIndexInformer {
 	mustBeSetIn(lw, "ListerWatcher", fn)
 	s := &sharedIndexInformer{
-		indexer:           clientgocache.NewIndexer(informerKeyFunc, options.Indexers, clientgocache.WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)),
+		indexer:           newGuardedIndexer(options.Indexers, clientgocache.WithStoreMetrics(options.Identifier, options.InformerMetricsProvider)),
 		lw:                lw,
 		objType:           obj,
 		options:           options,
@@ -242,6 +246,8 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	s.ctrl.adjust = s.reflectorOptionsNamed(s.name)
 	s.ctrl.built = s.reflectorBuilt
 	s.ctrl.held = s.indexer
+	s.ctrl.applies = true
+	s.indexer.reportTo(s.ctrl.storeFailed)
 	s.started = true
 	return s.ctrl
 }

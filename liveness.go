@@ -74,7 +74,7 @@ const (
 // the two things that follow from it: health's Degraded reports, and the
 // reset of the backoff when the server serves the Reflector again. Every
 // change goes through one of its event methods (calling, opened, flowing,
-// worked, failed, closed, synced, fired, cycleEnded, reached);
+// worked, failed, closed, synced, fired, cycleEnded, reached, stop);
 // TestLivenessTransitions lists what each does in each state. The loop
 // goroutine owns it; its times and timer are on the real clock (see
 // realClock), not the Reflector's.
@@ -299,6 +299,14 @@ func (l *liveness) reached() {
 	if !l.loop {
 		l.backoff.reset()
 	}
+}
+
+// stop is told that Run returned: the loss, if any, and the timer are
+// forgotten, so that a later Run starts in touch. Health is left to the
+// caller (see health.stop).
+func (l *liveness) stop() {
+	l.stopTimer()
+	*l = liveness{grace: l.grace, health: l.health, backoff: l.backoff, timer: l.timer}
 }
 
 // watchGone is told that the open watch, if any, is gone: its probation

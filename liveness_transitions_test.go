@@ -66,6 +66,7 @@ var (
 	evFired      = func(l *liveness, now time.Time) { l.fired(now) }
 	evCycleEnded = func(l *liveness, now time.Time) { l.cycleEnded(now) }
 	evReached    = func(l *liveness, now time.Time) { l.reached() }
+	evStop       = func(l *liveness, now time.Time) { l.stop() }
 	evFail       = lose(failure{reason: ReasonWatchFailing, err: errBoom})
 	evFailRelist = lose(failure{reason: ReasonWatchFailing, err: errBoom, relist: true})
 	evFailNow    = lose(failure{reason: ReasonForbidden, err: errBoom, now: true})
@@ -143,6 +144,11 @@ func TestLivenessTransitions(t *testing.T) {
 		{"loop: data flows", loopReported, evFlowing, then{health: Synced, reset: true}},
 		{"loop: a failure without a relist goes on with it", given{state: suspended, ago: time.Minute, reported: true, loop: true, use: timerDue, reason: ReasonWatchFailing}, evFail,
 			then{state: lost, loop: true, reported: true, use: timerDue, health: Degraded, ago: time.Minute}},
+
+		// Run returns: whatever the state, it is forgotten (health is
+		// left to health.stop).
+		{"stop: a loss on probation is forgotten", given{state: lost, ago: 3 * time.Second, use: timerProbation, reason: ReasonWatchFailing}, evStop, then{health: Synced}},
+		{"stop: a reported loop is forgotten", loopReported, evStop, then{health: Degraded}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkTransition(t, tc) })
 	}
@@ -160,7 +166,7 @@ func checkTransition(t *testing.T, tc transition) {
 	if got != tc.want {
 		t.Errorf("\n got %+v\nwant %+v", got, tc.want)
 	}
-	if got.health == Degraded && l.health.snapshot().Reason != l.reason {
+	if l.reported && l.health.snapshot().Reason != l.reason {
 		t.Errorf("health says %q, the loss %q", l.health.snapshot().Reason, l.reason)
 	}
 }

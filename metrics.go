@@ -66,6 +66,7 @@ const (
 	MetricShardDropped          = "reflector_shard_dropped_total"
 	MetricReshards              = "reflector_reshards_total"
 	MetricStoreRefusals         = "reflector_store_refusals_total"
+	MetricIndexerFailures       = "reflector_indexer_failures_total"
 )
 
 // MetricKind says whether a metric is a counter or a gauge.
@@ -105,6 +106,7 @@ var MetricDescs = []MetricDesc{
 	{Name: MetricLastBookmarkTimestamp, Kind: Gauge, Help: "Unix time of the last bookmark."},
 	{Name: MetricShardDropped, Kind: Counter, Help: "Objects left out of the store as outside the reflector's shard (filtering locally)."},
 	{Name: MetricStoreRefusals, Kind: Counter, Help: "Watch events the store refused (each ends its watch and leads to a relist)."},
+	{Name: MetricIndexerFailures, Kind: Counter, Help: "Changes an informer's indexer failed to apply after its queue accepted them (each leads to a relist)."},
 	{Name: MetricReshards, Kind: Counter, Help: "Shard changes synced, by outcome: merged (only the added ranges listed) or why the whole shard was listed again.", Label: "outcome", LabelValues: reshardOutcomes()},
 }
 

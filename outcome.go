@@ -31,6 +31,10 @@ const (
 	// atQuietCheck: a check of a quiet watch's connection got no answer
 	// (see quietCheck).
 	atQuietCheck
+	// atIndexer: what the store accepted could not be applied further on
+	// (an informer's indexer failed on a change its queue held), and the
+	// store's owner asked for a relist (see relistRequests).
+	atIndexer
 )
 
 // step is what the cycle does after a failure.

@@ -103,6 +103,9 @@ type Reflector struct {
 	watchListing watchListProgress
 	// shards holds the shard of a sharded Reflector; nil when unsharded.
 	shards *shardControl
+	// relists holds requests to relist made from other goroutines (an
+	// informer's failing indexer; see relistFor).
+	relists relistRequests
 	// storeShard is the shard whose objects the store holds (the zero
 	// Shard before the first sync); pendingReshard says the shard changed
 	// since, so the next cycle tries to merge (see reshard_merge.go);
@@ -239,7 +242,8 @@ func (r *Reflector) Run(stopCh <-chan struct{}) {
 // cycles (on the real clock, as client-go's Run does, whatever
 // ReflectorOptions.Clock is), and returns once ctx has ended. Errors that end a cycle go to the
 // WatchErrorHandler. The run's metrics (ReflectorOptions.Metrics) are
-// deleted before it returns. A ListerWatcher call that ignores ctx may
+// deleted before it returns, and Health says Stopped from then on (until
+// it is run again). A ListerWatcher call that ignores ctx may
 // still be running when RunWithContext returns; the goroutine waiting for
 // it exits (stopping any watch it returns) as soon as the call does. A
 // ListerWatcher call that panics makes RunWithContext (and ListAndWatch)
@@ -253,12 +257,21 @@ func (r *Reflector) RunWithContext(ctx context.Context) {
 	if r.stats.openMetrics(r.metrics, r.name) {
 		defer r.stats.closeMetrics()
 	}
-	defer r.live.stopTimer()
+	r.health.resume(realClock.Now())
+	defer r.stopped()
 	for ctx.Err() == nil {
 		if !r.runOnce(ctx) {
 			return
 		}
 	}
+}
+
+// stopped is the last thing Run does, on every way out (a panic's too):
+// touch with the server is forgotten (a later Run starts afresh) and
+// Health says Stopped.
+func (r *Reflector) stopped() {
+	r.live.stop()
+	r.health.stop(realClock.Now())
 }
 
 // runOnce runs one cycle and the backoff wait after it; false if ctx ended

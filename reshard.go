@@ -17,7 +17,8 @@ var ErrNotSharded = errors.New("not created with a shard (ReflectorOptions.Shard
 type Resharder interface {
 	SetShard(s Shard) error
 	// WaitForShard blocks until a sync made with shard s has been
-	// completed (nil), or ctx ends (its error).
+	// completed (nil), ctx ends (its error), or the Reflector (informer)
+	// has stopped (at once if it had: an error wrapping ErrStopped).
 	WaitForShard(ctx context.Context, s Shard) error
 }
 
@@ -62,7 +63,9 @@ func (r *Reflector) SetShard(s Shard) error {
 
 // WaitForShard blocks until the store has been synced with shard s: a
 // LIST or WatchList made with s as its selector has been Replaced into the
-// store (nil), or ctx ends (its error, wrapping ErrNotSynced). After
+// store (nil), ctx ends (its error, wrapping ErrNotSynced), or Run has
+// returned (at once if it had: the error wraps ErrNotSynced and
+// ErrStopped, since nothing will sync the shard any more). After
 // SetShard(s) it tells when the store holds the new shard's objects; it
 // is the step to wait for between the two steps of a handoff (see
 // SetShard). Safe from any goroutine.
@@ -75,12 +78,23 @@ func (r *Reflector) WaitForShard(ctx context.Context, s Shard) error {
 		if synced.Equal(s) {
 			return nil
 		}
+		h, healthChanged := r.health.next()
+		if h.State == Stopped {
+			return shardNotSynced(s, ErrStopped)
+		}
 		select {
 		case <-changed:
+		case <-healthChanged:
 		case <-ctx.Done():
-			return fmt.Errorf("%w with shard %s: %w", ErrNotSynced, s, ctx.Err())
+			return shardNotSynced(s, ctx.Err())
 		}
 	}
+}
+
+// shardNotSynced is the error of a WaitForShard for s that returns
+// unsynced, why: ctx's error, or ErrStopped.
+func shardNotSynced(s Shard, why error) error {
+	return fmt.Errorf("%w with shard %s: %w", ErrNotSynced, s, why)
 }
 
 // Shard returns the Reflector's shard; the zero Shard if it is unsharded.

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -38,8 +39,8 @@ func TestSilentWatchAfterBookmarkIsStalled(t *testing.T) {
 		if len(calls) != 3 || calls[2] != `WATCH rv="12" bookmarks timeoutInRange=true` {
 			t.Fatalf("calls %q: want a re-watch from the bookmark's RV", calls)
 		}
-		want := []string{"Synced/", "Degraded/Stalled", "Synced/"}
-		if len(states) != len(want) || states[1] != want[1] || states[2] != want[2] {
+		want := []string{"Synced/", "Degraded/Stalled", "Synced/", "Stopped/"}
+		if !slices.Equal(states, want) {
 			t.Fatalf("health changes %q, want %q", states, want)
 		}
 	})

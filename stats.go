@@ -51,6 +51,10 @@ type Stats struct {
 	// StoreRefusals counts watch events the store refused (see
 	// ErrStoreRefused); each ended its watch and led to a relist.
 	StoreRefusals uint64
+	// IndexerFailures counts the changes an informer's indexer failed to
+	// apply after its queue had accepted them (see ErrIndexerFailed); each
+	// ended the cycle in progress (or the next) and led to a relist.
+	IndexerFailures uint64
 	// LastListItems and LastListDuration describe the last successful sync.
 	LastListItems    int
 	LastListDuration time.Duration
@@ -146,6 +150,16 @@ func (r *statsRecorder) storeRefused() {
 	defer r.mu.Unlock()
 	r.s.StoreRefusals++
 	r.m.counter(MetricStoreRefusals, "").Add(1)
+}
+
+// indexerFailed counts a change an informer's indexer failed to apply.
+// Unlike the other counts, it comes from the goroutine that applies the
+// informer's queue (the mutex orders it with the loop's writes).
+func (r *statsRecorder) indexerFailed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s.IndexerFailures++
+	r.m.counter(MetricIndexerFailures, "").Add(1)
 }
 
 // resharded counts a shard change merged into the store.

@@ -26,12 +26,13 @@ func refused(ev watch.Event, obj klog.ObjectRef, err error) error {
 }
 
 // storeOutcome completes o for a watch that ended because the store
-// refused an event: the cycle ends, the next one relists after a backoff
+// refused an event, or a cycle an informer's failing indexer ended
+// (atIndexer): the cycle ends, the next one relists after a backoff
 // delay, and Health says so at once (waiting for the server cannot mend
 // a store).
 func storeOutcome(o outcome) outcome {
 	o.next, o.streak, o.relist = stepRelist, streakKeep, ListStoreRefused
-	// dispatch has logged the refusal at error level.
+	// dispatch (or relistFor) has logged the failure at error level.
 	o.health, o.reason = healthNow, ReasonStoreFailing
 	return o
 }

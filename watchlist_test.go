@@ -120,7 +120,11 @@ func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
 		}
 		lw := newScript([]listReply{{list: cmList("10", "", cm("a", "5"))}}, watches)
 		r := NewReflectorWithOptions(lw, &corev1.ConfigMap{}, cachetest.NewRecordingStore(nil), ReflectorOptions{})
-		runUntilDrained(t, r, lw)
+		_, stop := startReflector(t, r)
+		<-lw.drained
+		synctest.Wait()
+		h := r.Health()
+		stop()
 		want := []string{"WATCH", "WATCH", "WATCH", "LIST", "WATCH"}
 		if !slices.Equal(lw.verbs(), want) {
 			t.Fatalf("calls %q, want %q", lw.verbs(), want)
@@ -134,7 +138,7 @@ func TestIncompleteWatchListBacksOffThenLists(t *testing.T) {
 		if s.WatchLists[ListInitial] != 1 || s.WatchLists[ListRetry] != maxIncompleteWatchLists-1 || s.Lists[ListWatchListFallback] != 1 {
 			t.Errorf("stats: WatchLists %v Lists %v", s.WatchLists, s.Lists)
 		}
-		if h := r.Health(); h.State != Synced {
+		if h.State != Synced {
 			t.Errorf("health %+v", h)
 		}
 	})
