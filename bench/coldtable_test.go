@@ -66,13 +66,16 @@ func printColdTable(w io.Writer, set coldSettings, cells []coldCell, all map[col
 		self := c.Impl == "client-go"
 		lo, hi := coldRange(rs, coldSyncS)
 		cost := rs[0].Cost
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f (%.2f–%.2f) | %s | %.2f | %s | %.1f | %.0f | %s | %.0f | %d | %.1f |\n",
+		heap := "– | | –"
+		if !rs[0].NoHeap {
+			heap = fmt.Sprintf("%.0f | %s | %.0f", coldMedian(rs, coldPeak), coldRatio(rs, all[base], self, coldPeak), coldMedian(rs, coldHeld))
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f (%.2f–%.2f) | %s | %.2f | %s | %.1f | %s | %d | %.1f |\n",
 			c.Encoding, c.Mode, c.Procs, c.Impl,
 			coldMedian(rs, coldSyncS), lo, hi, coldRatio(rs, all[base], self, coldSyncS),
 			coldMedian(rs, coldCPU), coldRatio(rs, all[base], self, coldCPU),
 			coldMedian(rs, func(r coldResult) float64 { return r.Elsewhere }),
-			coldMedian(rs, coldPeak), coldRatio(rs, all[base], self, coldPeak),
-			coldMedian(rs, coldHeld), cost.requests(), float64(cost.Bytes)/mib)
+			heap, cost.requests(), float64(cost.Bytes)/mib)
 	}
 }
 
