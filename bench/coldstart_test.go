@@ -24,18 +24,20 @@ import (
 // LIST paginated by 500, a LIST at RV "0" answered whole, a WatchList
 // stream) × GOMAXPROCS (1, 2) × implementation runs in processes of its
 // own (coldchild_test.go), measuring the sync time and the peak live
-// heap, and what the sync cost the server:
+// heap, and what the sync cost the server. At the defaults it takes 4-5
+// hours on 2 busy cores (docs/benchmarks.md):
 //
-//	go test -run '^$' -bench BenchmarkColdStart -benchtime 1x -timeout 6h ./bench/
+//	go test -run '^$' -bench BenchmarkColdStart -benchtime 1x -timeout 8h ./bench/
 //
 // KREFLECTOR_COLDSTART_PODS (default 100000), KREFLECTOR_COLDSTART_RUNS
 // (processes per cell, default 3), KREFLECTOR_COLDSTART_CELLS (a
 // selection, such as "enc=json,protobuf mode=paged,watchlist procs=2
 // impl=client-go,kreflector"; each dimension left out is taken whole)
 // and KREFLECTOR_COLDSTART_HEAP=0 (the timed sync only, no heap figures:
-// about a third of the time) change the work. It prints how long it expects to take, then a table.
-// The files go to .cache/coldstart at the repository root (about 3.5 GB
-// for 100,000 Pods in both encodings), kept for the next run.
+// about a third of the time) change the work. It prints how long it
+// expects to take, each process's figures as it ends, then a table. The
+// files go to .cache/coldstart at the repository root (about 3.2 GB for
+// 100,000 Pods in both encodings), kept for the next run.
 func BenchmarkColdStart(b *testing.B) {
 	set, err := coldSettingsFromEnv()
 	if err != nil {
