@@ -61,14 +61,16 @@ func BenchmarkColdStart(b *testing.B) {
 				// implementation always runs first.
 				cell := group[(k+rep)%len(group)]
 				srv.setMode(cell.Mode)
+				if err := srv.warm(cell.Encoding, cell.Mode); err != nil {
+					b.Fatal(err)
+				}
 				res, err := runColdChildProcess(coldChildConfig{coldCell: cell, N: set.n, URL: srv.url, NoHeap: set.noHeap})
 				if err != nil {
 					b.Fatal(err)
 				}
 				problems = append(problems, checkCold(res)...)
 				all[cell] = append(all[cell], *res)
-				fmt.Fprintf(os.Stderr, "coldstart: %s run %d: sync %.2f s, CPU %.2f s, %.1f other cores; at GOGC 10 sync %.2f s, peak %.0f MiB (%s in)\n",
-					cell, rep+1, res.SyncSeconds, res.SyncCPU, res.Elsewhere, res.Sync2, float64(res.Peak)/mib, time.Since(started).Round(time.Second))
+				coldProgress(res, rep, time.Since(started))
 			}
 		}
 	}
@@ -76,6 +78,16 @@ func BenchmarkColdStart(b *testing.B) {
 	if len(problems) > 0 {
 		b.Errorf("coldstart: the cells did not all do the same work:\n%s", strings.Join(problems, "\n"))
 	}
+}
+
+// coldProgress prints one process's figures as it ends.
+func coldProgress(res *coldResult, rep int, since time.Duration) {
+	heap := ""
+	if !res.NoHeap {
+		heap = fmt.Sprintf("; at GOGC 10 sync %.2f s, peak %.0f MiB", res.Sync2, float64(res.Peak)/mib)
+	}
+	fmt.Fprintf(os.Stderr, "coldstart: %s run %d: sync %.2f s, CPU %.2f s, %.1f other cores%s (%s in)\n",
+		res.coldCell, rep+1, res.SyncSeconds, res.SyncCPU, res.Elsewhere, heap, since.Round(time.Second))
 }
 
 // coldSettings are the benchmark's settings.
