@@ -24,8 +24,8 @@ import (
 // LIST paginated by 500, a LIST at RV "0" answered whole, a WatchList
 // stream) × GOMAXPROCS (1, 2) × implementation runs in processes of its
 // own (coldchild_test.go), measuring the sync time and the peak live
-// heap, and what the sync cost the server. At the defaults it takes 4-5
-// hours on 2 busy cores (docs/benchmarks.md):
+// heap, and what the sync cost the server. At the defaults it takes 2-5
+// hours on 2 shared cores (docs/benchmarks.md):
 //
 //	go test -run '^$' -bench BenchmarkColdStart -benchtime 1x -timeout 8h ./bench/
 //
