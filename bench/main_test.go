@@ -1,8 +1,10 @@
 // Package bench is the benchmark harness: our Reflector and
 // SharedIndexInformer side by side with client-go's on identical work
 // (bench_test.go, bench_shard_test.go, informer_bench_test.go,
-// watchpath_bench_test.go, with the kit in benchkit_test.go), and the
-// memory benchmark, one process per implementation (mem*_test.go). It
+// watchpath_bench_test.go, with the kit in benchkit_test.go), the
+// memory benchmark, one process per implementation (mem*_test.go), and
+// the cold-start benchmark through a real clientset over HTTP, one
+// process per cell (cold*_test.go). It
 // uses only the exported API of package cache and has no non-test files;
 // the realistic Pods come from internal/podgen. See docs/benchmarks.md.
 package bench
