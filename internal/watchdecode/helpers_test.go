@@ -142,13 +142,15 @@ func describe(ev watch.Event) string {
 }
 
 // chunks is a body over b whose reads return at most n bytes (n <= 0:
-// random sizes from 1 to 4096, seeded by -n), then end with err (io.EOF
-// if nil).
+// random sizes from 1 to 4096, and none at first and now and then,
+// seeded by -n), then end with err (io.EOF if nil).
 type chunks struct {
 	b   []byte
 	n   int
 	rnd *rand.Rand
 	err error
+
+	started bool
 }
 
 func newChunks(b []byte, n int, err error) *chunks {
@@ -168,6 +170,10 @@ func (c *chunks) Read(p []byte) (int, error) {
 	}
 	n := c.n
 	if c.rnd != nil {
+		if !c.started || c.rnd.IntN(8) == 0 {
+			c.started = true
+			return 0, nil // allowed, if discouraged, by io.Reader
+		}
 		n = 1 + c.rnd.IntN(4096)
 	}
 	n = copy(p[:min(n, len(p))], c.b)

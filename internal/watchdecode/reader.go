@@ -54,7 +54,10 @@ func (w *watcher) read(st *streams) {
 		r.room()
 		n, err := w.body.Read(r.buf[len(r.buf):cap(r.buf)])
 		r.buf = r.buf[:len(r.buf)+n]
-		if r.split == nil && (len(r.buf) > 0 || err != nil) {
+		if w.st == nil {
+			if len(r.buf) == 0 && err == nil {
+				continue
+			}
 			r.use(w.d.sniff(r.buf))
 		}
 		if !r.queueFrames() || err != nil {
@@ -64,7 +67,8 @@ func (w *watcher) read(st *streams) {
 	}
 }
 
-// use sets the stream's decoders, for the workers and the deliverer, and
+// use sets the stream's decoders, for the workers and the deliverer (who
+// read w.st after taking a job: the reader sets it before its first), and
 // the splitter (none if the reader does not split the media type).
 func (r *reader) use(st *streams) {
 	r.w.st = st
