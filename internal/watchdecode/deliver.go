@@ -1,9 +1,11 @@
 package watchdecode
 
 import (
+	"fmt"
 	"io"
 
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	restwatch "k8s.io/client-go/rest/watch"
 )
@@ -29,15 +31,33 @@ func (w *watcher) decodeFrames() {
 			if fd == nil {
 				fd = newFrameDecoder(w.st)
 			}
-			j.ev, j.err = fd.decode(j.raw[j.skip:])
-			if j.err != nil {
+			if !w.decodeJob(fd, j) {
 				fd = nil // a streaming decoder may be left mid-frame
-			} else if w.o.Item != nil {
-				w.o.Item(j.ev.Object)
 			}
 		}
 		close(j.ready)
 	}
+}
+
+// decodeJob decodes j's frame and runs Item on its object; false if it
+// failed. A panic fails the frame too: the deliverer then decodes it
+// again with client-go's chain, and panics on its own goroutine, as
+// client-go's receive goroutine would (under HandleCrash).
+func (w *watcher) decodeJob(fd *frameDecoder, j *job) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.err = fmt.Errorf("watchdecode: a worker panicked: %v", r)
+			ok = false
+		}
+	}()
+	j.ev, j.err = fd.decode(j.raw[j.skip:])
+	if j.err != nil {
+		return false
+	}
+	if w.o.Item != nil {
+		w.o.Item(j.ev.Object)
+	}
+	return true
 }
 
 func (w *watcher) halted() bool {
@@ -55,6 +75,7 @@ func (w *watcher) halted() bool {
 // decode (it then halts the reader), it decodes the rest of the stream
 // with client-go's chain, from the start of that frame.
 func (w *watcher) deliver() {
+	defer utilruntime.HandleCrashWithLogger(w.o.Logger)
 	defer w.finish()
 	for {
 		var j *job

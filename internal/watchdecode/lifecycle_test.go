@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kreflector/cache/internal/podgen"
@@ -217,5 +218,28 @@ func TestItem(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPanickingItem: with utilruntime.ReallyCrash off (HandleCrash then
+// logs a panic and carries on, as client-go's receive goroutine does), a
+// panic in Item ends the stream after the events before it, and every
+// goroutine exits.
+func TestPanickingItem(t *testing.T) {
+	defer func(was bool) { utilruntime.ReallyCrash = was }(utilruntime.ReallyCrash)
+	utilruntime.ReallyCrash = false
+	body := pods(t, mediaProtobuf, 20)
+	for _, workers := range workerCounts {
+		synctest.Test(t, func(t *testing.T) {
+			item := func(obj runtime.Object) {
+				if obj.(*corev1.Pod).ResourceVersion == "105" {
+					panic("item")
+				}
+			}
+			evs := drain(New(newChunks(body, 100, nil), typed, Options{Workers: workers, Item: item}))
+			if len(evs) != 5 {
+				t.Errorf("%d workers: %d events before the panic, want 5", workers, len(evs))
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -19,6 +20,7 @@ var errStopped = errors.New("watchdecode: the watch was stopped")
 // stream's first byte is to tell; err, a declared media type the client
 // cannot decode (the stream then ends with its ERROR event).
 func (w *watcher) sequential(st *streams, err error) {
+	defer utilruntime.HandleCrashWithLogger(w.o.Logger)
 	defer w.finish()
 	if err != nil {
 		w.ended(err)
