@@ -41,17 +41,10 @@ type watcher struct {
 	body   io.ReadCloser
 	d      *Decoders
 	o      Options
-	result chan watch.Event // closed by finish, after every other goroutine exited
+	result chan watch.Event // closed by closeResult, once no goroutine sends
 	done   chan struct{}    // closed by shut: Stop or the end of the stream
-	exited chan struct{}    // closed by finish, last
+	exited chan struct{}    // closed by closeResult: the watcher's goroutines are over
 	once   sync.Once
-
-	// Workers > 1 only.
-	order chan *job      // the reader's frames, in stream order, to the deliverer
-	work  chan *job      // the same frames, to the workers; closed by the reader
-	halt  chan struct{}  // closed by the deliverer when it stops taking decoded frames
-	wg    sync.WaitGroup // the reader and the workers
-	st    *streams       // set by the reader before it queues a job
 }
 
 // New returns a watcher over body, the body of a watch response, which
@@ -78,22 +71,14 @@ func New(body io.ReadCloser, d *Decoders, o Options) watch.Interface {
 	}
 	if o.Workers <= 1 || err != nil || (st != nil && st.framing == framingNone) {
 		go w.sequential(st, err)
-		return w
+	} else {
+		startPipeline(w, st, o.Workers)
 	}
-	w.order = make(chan *job, 2*o.Workers)
-	w.work = make(chan *job, 2*o.Workers)
-	w.halt = make(chan struct{})
-	w.wg.Add(1 + o.Workers)
-	go w.read(st)
-	for range o.Workers {
-		go w.decodeFrames()
-	}
-	go w.deliver()
 	return w
 }
 
 // ResultChan is the events, in stream order; closed once the stream has
-// ended or Stop was called, and every goroutine of the watcher exited.
+// ended or Stop was called, and every goroutine of the watcher is over.
 func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop closes the body and waits for the watcher's goroutines to exit
@@ -113,12 +98,9 @@ func (w *watcher) shut() {
 	})
 }
 
-// finish is the end of the delivering goroutine: it shuts the watcher,
-// waits for the others, closes the result channel, and marks Stop's wait
-// over.
-func (w *watcher) finish() {
-	w.shut()
-	w.wg.Wait()
+// closeResult is the watcher's last act, by its last goroutine: no
+// goroutine sends on the result channel any more.
+func (w *watcher) closeResult() {
 	close(w.result)
 	close(w.exited)
 }
