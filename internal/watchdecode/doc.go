@@ -5,11 +5,11 @@
 //
 // # Goroutines
 //
-// With Options.Workers <= 1 a watcher runs one goroutine, as client-go's
-// StreamWatcher does: it reads, decodes (with the client's own decoder
-// chain: framer, streaming decoder, rest/watch's Decoder) and delivers.
+// With Options.Workers <= 0 a watcher runs one goroutine, as client-go's
+// StreamWatcher does: it reads, decodes with the client's own decoder
+// chain (framer, streaming decoder, rest/watch's Decoder) and delivers.
 //
-// With Workers = N >= 2 it runs N workers and nothing else. A worker
+// With Workers = N >= 1 it runs N workers and nothing else. A worker
 // takes the reader's token, cuts the next frame of the body (a JSON
 // object; a 4-byte length-prefixed protobuf frame), reading as needed,
 // appends it to the list of frames in stream order and gives the token

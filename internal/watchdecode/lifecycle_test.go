@@ -16,8 +16,6 @@ import (
 	"github.com/kreflector/cache/internal/podgen"
 )
 
-var workerCounts = []int{1, 2, 8}
-
 // frames is body cut after each of its frames.
 func frames(t *testing.T, media string, body []byte) [][]byte {
 	var out [][]byte
@@ -51,7 +49,7 @@ func pods(t testing.TB, media string, n int) []byte {
 func TestLoneEventDelivered(t *testing.T) {
 	for _, media := range medias {
 		body := encode(t, media, script(5))
-		want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, nil)))
+		want := drain(clientGo(t, typedSerializer, media, newReads(body, 1<<30, nil)))
 		for _, workers := range workerCounts {
 			t.Run(fmt.Sprintf("%s/workers=%d", media, workers), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
@@ -208,7 +206,7 @@ func TestItem(t *testing.T) {
 					p.Spec.NodeName = "seen"
 				}
 			}
-			evs := drain(New(newChunks(body, -3, nil), typed, Options{Workers: workers, Item: item}))
+			evs := drain(New(newReads(body, -3, nil), typed, Options{Workers: workers, Item: item}))
 			if int(calls.Load()) != len(evs) {
 				t.Errorf("%s, %d workers: Item called %d times for %d events", media, workers, calls.Load(), len(evs))
 			}
@@ -236,7 +234,7 @@ func TestPanickingItem(t *testing.T) {
 					panic("item")
 				}
 			}
-			evs := drain(New(newChunks(body, 100, nil), typed, Options{Workers: workers, Item: item}))
+			evs := drain(New(newReads(body, 100, nil), typed, Options{Workers: workers, Item: item}))
 			if len(evs) != 5 {
 				t.Errorf("%d workers: %d events before the panic, want 5", workers, len(evs))
 			}

@@ -33,7 +33,7 @@ type pipeline struct {
 func startPipeline(w *watcher, st *streams, workers int) {
 	p := &pipeline{
 		w:       w,
-		r:       reader{body: w.body, d: w.d, buf: make([]byte, 0, chunkSize)},
+		r:       reader{body: w.body, d: w.d, pool: newChunks(2*workers + 2)},
 		readTok: make(chan struct{}, 1),
 		window:  make(chan struct{}, 2*workers),
 	}
@@ -143,6 +143,7 @@ func (p *pipeline) deliver() bool {
 			p.tail = nil
 		}
 		p.mu.Unlock()
+		p.r.pool.release(j.chunk)
 		<-p.window
 		if !p.w.send(j.ev) {
 			return false

@@ -6,17 +6,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// chunkSize is the size of the reader's buffers. Frames are slices of
-// them: a buffer is never written again once a frame refers to it, and is
-// freed when its frames are delivered.
-const chunkSize = 64 << 10
-
 // job is one frame, from the moment a worker cuts it to its delivery, or
 // the reader's last job (last): what it read and did not cut.
 type job struct {
-	raw  []byte   // the stream from the previous frame's end to this one's
-	skip int      // bytes of raw before the frame's payload
-	st   *streams // the stream's decoders
+	raw   []byte   // the stream from the previous frame's end to this one's
+	skip  int      // bytes of raw before the frame's payload
+	st    *streams // the stream's decoders
+	chunk *chunk   // the buffer raw is a slice of (nil for the last job)
 
 	ev  watch.Event // set by the worker that cut the frame
 	err error
@@ -35,7 +31,9 @@ type reader struct {
 	d     *Decoders
 	st    *streams // the stream's decoders, once known (declared or sniffed)
 	split splitter // nil: the reader does not cut the stream's media type
-	buf   []byte   // the current buffer; buf[len(buf):cap(buf)] is free
+	pool  chunks   // the buffers
+	c     *chunk   // the current buffer (nil before the first read)
+	buf   []byte   // c.buf as read so far; buf[len(buf):cap(buf)] is free
 	start int      // buf[start:] is not cut yet
 	from  int      // buf[start:start+from] was scanned without finding a frame
 	need  int      // the length of buf[start:] the next frame needs, if known
@@ -73,7 +71,8 @@ func (r *reader) frame() *job {
 		return nil
 	}
 	end := r.start + c.end
-	j := &job{raw: r.buf[r.start:end:end], skip: c.skip, st: r.st}
+	j := &job{raw: r.buf[r.start:end:end], skip: c.skip, st: r.st, chunk: r.c}
+	r.c.refs.Add(1)
 	r.start, r.from, r.need = end, 0, 0
 	return j
 }
@@ -82,16 +81,25 @@ func (r *reader) frame() *job {
 // sniffs the media type from the first byte if it was not declared.
 func (r *reader) fill() {
 	if len(r.buf) == cap(r.buf) {
-		rest := r.buf[r.start:]
-		buf := make([]byte, len(rest), max(chunkSize, r.need, 2*len(rest)))
-		copy(buf, rest)
-		r.buf, r.start = buf, 0
+		r.move()
 	}
 	n, err := r.body.Read(r.buf[len(r.buf):cap(r.buf)])
 	r.buf, r.err = r.buf[:len(r.buf)+n], err
 	if r.st == nil && (len(r.buf) > 0 || err != nil) {
 		r.use(r.d.sniff(r.buf))
 	}
+}
+
+// move moves what is not cut yet to a new buffer, large enough for the
+// next frame if its length is known, and releases the old one.
+func (r *reader) move() {
+	rest := r.buf[r.start:]
+	c := r.pool.get(max(r.need, 2*len(rest)))
+	r.buf, r.start = append(c.buf, rest...), 0
+	if r.c != nil {
+		r.pool.release(r.c)
+	}
+	r.c = c
 }
 
 // use sets the stream's decoders and the splitter of their media type.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// sequential is the one goroutine of a watcher with Workers <= 1 (or a
+// sequential is the one goroutine of a watcher with Workers <= 0 (or a
 // media type the reader does not cut): client-go's decoding of the whole
 // stream. st is the declared media type's streams, nil if the stream's
 // first byte is to tell; err, a declared media type the client cannot

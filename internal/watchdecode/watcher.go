@@ -13,9 +13,10 @@ import (
 
 // Options tune a watcher.
 type Options struct {
-	// Workers is how many frames are decoded at once. <= 1: one
-	// goroutine reads, decodes and delivers, as client-go's
-	// StreamWatcher does.
+	// Workers is how many goroutines decode frames at once. 1: one
+	// goroutine cuts, decodes and delivers (cutting JSON objects spares
+	// the scan encoding/json's Decoder makes). <= 0: client-go's own
+	// decoder chain on one goroutine, as its StreamWatcher runs it.
 	Workers int
 	// Item, if set, is called with each object decoded from the stream,
 	// before its event is delivered, on the goroutine that decoded it:
@@ -69,7 +70,7 @@ func New(body io.ReadCloser, d *Decoders, o Options) watch.Interface {
 	if o.MediaType != "" {
 		st, err = d.forMedia(o.MediaType)
 	}
-	if o.Workers <= 1 || err != nil || (st != nil && st.framing == framingNone) {
+	if o.Workers <= 0 || err != nil || (st != nil && st.framing == framingNone) {
 		go w.sequential(st, err)
 	} else {
 		startPipeline(w, st, o.Workers)
