@@ -7,7 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
-// pipeline is what the workers of a watcher with Workers > 1 share.
+// pipeline is what the workers of a watcher with Workers >= 1 share.
 // There is no other goroutine: each worker in turn cuts a frame (holding
 // the reader token), decodes it, and, if the frame at the head of the
 // stream is decoded and no worker is delivering, delivers the decoded
@@ -17,6 +17,7 @@ import (
 type pipeline struct {
 	w       *watcher
 	r       reader        // guarded by readTok
+	pool    chunks        // the reader's buffers (the same as r.pool)
 	readTok chan struct{} // holds the reader's token while no worker does
 	window  chan struct{} // a token per frame cut and not yet delivered
 	live    atomic.Int32  // workers not exited; the last one closes the result channel
@@ -31,9 +32,11 @@ type pipeline struct {
 // type's decoders (nil: sniff). At most 2*workers frames are cut and not
 // yet delivered.
 func startPipeline(w *watcher, st *streams, workers int) {
+	pool := newChunks(2*workers + 2)
 	p := &pipeline{
 		w:       w,
-		r:       reader{body: w.body, d: w.d, pool: newChunks(2*workers + 2)},
+		r:       reader{body: w.body, d: w.d, pool: pool},
+		pool:    pool,
 		readTok: make(chan struct{}, 1),
 		window:  make(chan struct{}, 2*workers),
 	}
@@ -143,7 +146,7 @@ func (p *pipeline) deliver() bool {
 			p.tail = nil
 		}
 		p.mu.Unlock()
-		p.r.pool.release(j.chunk)
+		p.pool.release(j.chunk)
 		<-p.window
 		if !p.w.send(j.ev) {
 			return false

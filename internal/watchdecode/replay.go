@@ -40,10 +40,10 @@ func (r *replayReader) Close() error { return nil }
 // any more), what the reader read and did not cut, then likewise. Read by
 // the worker that took the stream over only.
 type listReader struct {
-	p     *pipeline
-	j     *job   // the frame cur is the rest of; nil once in the tail
-	cur   []byte // bytes to return first
-	owner bool   // it holds the reader's token
+	p     *pipeline // its list and reader (whose body field never changes)
+	j     *job      // the frame cur is the rest of; nil once in the tail
+	cur   []byte    // bytes to return first
+	owner bool      // it holds the reader's token
 	tail  replayReader
 }
 
