@@ -21,7 +21,9 @@ type Options struct {
 	// Item, if set, is called with each object decoded from the stream,
 	// before its event is delivered, on the goroutine that decoded it:
 	// from several goroutines at once when Workers > 1. It must not call
-	// Stop. (Not called for the ERROR event a decoding error turns into.)
+	// Stop. It may see objects that are then dropped: decoded ahead of a
+	// frame that fails, or when Stop comes. (Not called for the ERROR
+	// event a decoding error turns into.)
 	Item func(runtime.Object)
 	// MediaType is the response's Content-Type, if known. Empty: the
 	// stream's first byte tells JSON (whitespace or '{') from protobuf.
