@@ -25,3 +25,18 @@ func TestSameEventsAsClientGo(t *testing.T) {
 		}
 	}
 }
+
+// TestLongStream: a stream of many buffers' worth, so that buffers are
+// recycled while frames are decoded (the race detector watches the
+// rest), gives client-go's events.
+func TestLongStream(t *testing.T) {
+	for _, media := range medias {
+		body := pods(t, media, 300)
+		want := drain(clientGo(t, typedSerializer, media, newReads(body, 1<<30, nil)))
+		for _, n := range []int{1 << 30, 5000, -3} {
+			for _, workers := range []int{1, 2, 8} {
+				sameEvents(t, drain(New(newReads(body, n, nil), typed, Options{Workers: workers})), want)
+			}
+		}
+	}
+}
