@@ -5,34 +5,39 @@
 //
 // # Goroutines
 //
-// With Options.Workers <= 1 a watcher runs one goroutine, as client-go's
-// StreamWatcher does: it reads, decodes (with the client's own decoder
-// chain: framer, streaming decoder, rest/watch's Decoder) and delivers.
+// With Options.Workers <= 0 a watcher runs one goroutine, as client-go's
+// StreamWatcher does: it reads, decodes with the client's own decoder
+// chain (framer, streaming decoder, rest/watch's Decoder) and delivers.
 //
-// With Workers = N >= 2 it runs N+2: a reader, which owns the body, splits
-// it into frames (JSON objects; 4-byte length-prefixed protobuf frames)
-// and hands each one, the moment it is complete, to the workers and to
-// the deliverer's queue; N workers, each decoding one frame at a time with
-// a decoder chain of its own; and the deliverer, which takes the frames in
-// stream order, waits for each one's decoding and sends its event on the
-// result channel. At most 2N frames are queued past the reader: a slow
-// consumer holds the reader back (and the reading of the connection).
-// Nothing waits for a batch to fill: an event is sent as soon as it and
-// every event before it are decoded.
+// With Workers = N >= 1 it runs N workers and nothing else. A worker
+// takes the reader's token, cuts the next frame of the body (a JSON
+// object; a 4-byte length-prefixed protobuf frame), reading as needed,
+// appends it to the list of frames in stream order and gives the token
+// back; decodes the frame with a decoder chain of its own; then, if the
+// frame at the head of the list is decoded and no worker is delivering,
+// it delivers the decoded frames at the head, in order, on the result
+// channel. A frame is cut the moment it is whole, and its event sent as
+// soon as it and every event before it are decoded: nothing waits for a
+// batch. At most 2N frames are cut and not yet delivered: a slow consumer
+// holds the workers back, and the reading of the connection with them.
+// No goroutine the workers depend on has to wait for a processor while
+// they decode, as a separate reader or deliverer woken by a worker would.
 //
 // # Fallback to client-go's decoding
 //
-// Whatever the workers cannot decode, and whatever the reader cannot split
-// (anything but JSON whitespace before an object, a frame above
-// maxFrame, the end of the body or a read error), ends the parallel
-// decoding: from the start of that frame, the deliverer decodes the rest of
-// the stream exactly as client-go does, over the same bytes, on its own
-// goroutine, and ends the stream as client-go's StreamWatcher would: quietly
-// on io.EOF, io.ErrUnexpectedEOF and errors net.IsProbableEOF or
-// net.IsTimeout holds for; after an ERROR event made by the rest client's
-// reporter (a 500 Status, cause ClientWatchDecoding) otherwise. So a
-// malformed or truncated stream, a stream that ends, and a connection
-// closed mid-frame, end as they do with client-go.
+// Whatever a worker cannot decode, and whatever the reader does not cut
+// (anything but JSON whitespace before an object, a frame above maxFrame,
+// a media type other than JSON and protobuf), and the end of the body or
+// a read error, end the parallel decoding: when the delivering worker
+// reaches that frame, it decodes the rest of the stream from its start
+// exactly as client-go does, over the same bytes, and ends the stream as
+// client-go's StreamWatcher would: quietly on io.EOF, io.ErrUnexpectedEOF
+// and errors net.IsProbableEOF or net.IsTimeout holds for; after an ERROR
+// event made by the rest client's reporter (a 500 Status, cause
+// ClientWatchDecoding) otherwise. So a malformed or truncated stream, a
+// stream that ends, and a connection closed mid-frame, end as they do
+// with client-go. (A frame above maxFrame in a sound stream leaves the
+// rest of that stream to one goroutine.)
 //
 // # Stop
 //

@@ -25,8 +25,8 @@ func FuzzDecode(f *testing.F) {
 			media = mediaProtobuf
 		}
 		synctest.Test(t, func(t *testing.T) {
-			want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, nil)))
-			w := New(newChunks(body, -int(read), nil), typed, Options{Workers: int(workers % 9), MediaType: media})
+			want := drain(clientGo(t, typedSerializer, media, newReads(body, 1<<30, nil)))
+			w := New(newReads(body, -int(read), nil), typed, Options{Workers: int(workers % 9), MediaType: media})
 			if got := drain(w); !sameEventList(got, want) {
 				sameEvents(t, got, want)
 			}

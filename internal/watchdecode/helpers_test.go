@@ -141,18 +141,20 @@ func describe(ev watch.Event) string {
 	return fmt.Sprintf("%s %T %+v", ev.Type, ev.Object, ev.Object)
 }
 
-// chunks is a body over b whose reads return at most n bytes (n <= 0:
-// random sizes from 1 to 4096, seeded by -n), then end with err (io.EOF
-// if nil).
-type chunks struct {
+// reads is a body over b whose reads return at most n bytes (n <= 0:
+// random sizes from 1 to 4096, and none at first and now and then,
+// seeded by -n), then end with err (io.EOF if nil).
+type reads struct {
 	b   []byte
 	n   int
 	rnd *rand.Rand
 	err error
+
+	started bool
 }
 
-func newChunks(b []byte, n int, err error) *chunks {
-	c := &chunks{b: b, n: n, err: err}
+func newReads(b []byte, n int, err error) *reads {
+	c := &reads{b: b, n: n, err: err}
 	if n <= 0 {
 		c.rnd = rand.New(rand.NewPCG(uint64(-n), 7))
 	}
@@ -162,12 +164,16 @@ func newChunks(b []byte, n int, err error) *chunks {
 	return c
 }
 
-func (c *chunks) Read(p []byte) (int, error) {
+func (c *reads) Read(p []byte) (int, error) {
 	if len(c.b) == 0 {
 		return 0, c.err
 	}
 	n := c.n
 	if c.rnd != nil {
+		if !c.started || c.rnd.IntN(8) == 0 {
+			c.started = true
+			return 0, nil // allowed, if discouraged, by io.Reader
+		}
 		n = 1 + c.rnd.IntN(4096)
 	}
 	n = copy(p[:min(n, len(p))], c.b)
@@ -175,7 +181,11 @@ func (c *chunks) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *chunks) Close() error { return nil }
+func (c *reads) Close() error { return nil }
+
+// workerCounts are the tests' Workers: client-go's chain, one worker,
+// two, more than the cores.
+var workerCounts = []int{0, 1, 2, 8}
 
 // readers are the ways the tests cut a body into reads.
 var readers = []struct {
@@ -185,17 +195,17 @@ var readers = []struct {
 
 // sameAsClientGo checks that body, read by each reader of the tests and
 // ending with end (io.EOF if nil), gives client-go's events and ending
-// at 1, 2 and 8 workers, its media type declared or (sniff) not.
+// at every count of workerCounts, its media type declared or (sniff) not.
 func sameAsClientGo(t *testing.T, media string, body []byte, end error, sniff bool) {
 	t.Helper()
-	want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, end)))
+	want := drain(clientGo(t, typedSerializer, media, newReads(body, 1<<30, end)))
 	for _, rd := range readers {
-		for _, workers := range []int{1, 2, 8} {
+		for _, workers := range workerCounts {
 			o := Options{Workers: workers}
 			if !sniff {
 				o.MediaType = media
 			}
-			got := drain(New(newChunks(body, rd.n, end), typed, o))
+			got := drain(New(newReads(body, rd.n, end), typed, o))
 			if !sameEventList(got, want) {
 				t.Errorf("%s, %d workers:", rd.name, workers)
 				sameEvents(t, got, want)

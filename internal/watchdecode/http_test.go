@@ -74,7 +74,7 @@ func TestSameEventsOverHTTP(t *testing.T) {
 			if abort == 0 && len(want) != len(script(30)) {
 				t.Fatalf("%s: client-go decoded %d events", media, len(want))
 			}
-			for _, workers := range []int{1, 2, 8} {
+			for _, workers := range workerCounts {
 				t.Run(fmt.Sprintf("%s/abort=%d/workers=%d", media, abort, workers), func(t *testing.T) {
 					stream, err := cs.CoreV1().RESTClient().Get().Resource("pods").
 						VersionedParams(&metav1.ListOptions{Watch: true}, scheme.ParameterCodec).Stream(context.Background())
@@ -97,7 +97,7 @@ func TestDynamicClient(t *testing.T) {
 	}
 	want := drain(w)
 	decs := mustDecoders(dynamic.ConfigFor(cfg).NegotiatedSerializer)
-	for _, workers := range []int{1, 2, 8} {
+	for _, workers := range workerCounts {
 		sameEvents(t, drain(New(get(t, cfg), decs, Options{Workers: workers})), want)
 	}
 }
@@ -124,7 +124,7 @@ func TestMetadataClient(t *testing.T) {
 			t.Fatalf("%s: client-go decoded %d events", media, len(want))
 		}
 		decs := mustDecoders(metadata.ConfigFor(cfg).NegotiatedSerializer)
-		for _, workers := range []int{1, 2, 8} {
+		for _, workers := range workerCounts {
 			sameEvents(t, drain(New(get(t, cfg), decs, Options{Workers: workers})), want)
 		}
 	}

@@ -10,12 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kreflector/cache/internal/podgen"
 )
-
-var workerCounts = []int{1, 2, 8}
 
 // frames is body cut after each of its frames.
 func frames(t *testing.T, media string, body []byte) [][]byte {
@@ -50,7 +49,7 @@ func pods(t testing.TB, media string, n int) []byte {
 func TestLoneEventDelivered(t *testing.T) {
 	for _, media := range medias {
 		body := encode(t, media, script(5))
-		want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, nil)))
+		want := drain(clientGo(t, typedSerializer, media, newReads(body, 1<<30, nil)))
 		for _, workers := range workerCounts {
 			t.Run(fmt.Sprintf("%s/workers=%d", media, workers), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
@@ -207,7 +206,7 @@ func TestItem(t *testing.T) {
 					p.Spec.NodeName = "seen"
 				}
 			}
-			evs := drain(New(newChunks(body, -3, nil), typed, Options{Workers: workers, Item: item}))
+			evs := drain(New(newReads(body, -3, nil), typed, Options{Workers: workers, Item: item}))
 			if int(calls.Load()) != len(evs) {
 				t.Errorf("%s, %d workers: Item called %d times for %d events", media, workers, calls.Load(), len(evs))
 			}
@@ -217,5 +216,28 @@ func TestItem(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPanickingItem: with utilruntime.ReallyCrash off (HandleCrash then
+// logs a panic and carries on, as client-go's receive goroutine does), a
+// panic in Item ends the stream after the events before it, and every
+// goroutine exits.
+func TestPanickingItem(t *testing.T) {
+	defer func(was bool) { utilruntime.ReallyCrash = was }(utilruntime.ReallyCrash)
+	utilruntime.ReallyCrash = false
+	body := pods(t, mediaProtobuf, 20)
+	for _, workers := range workerCounts {
+		synctest.Test(t, func(t *testing.T) {
+			item := func(obj runtime.Object) {
+				if obj.(*corev1.Pod).ResourceVersion == "105" {
+					panic("item")
+				}
+			}
+			evs := drain(New(newReads(body, 100, nil), typed, Options{Workers: workers, Item: item}))
+			if len(evs) != 5 {
+				t.Errorf("%d workers: %d events before the panic, want 5", workers, len(evs))
+			}
+		})
 	}
 }

@@ -160,13 +160,13 @@ func (timeoutError) Error() string { return "i/o timeout" }
 func (timeoutError) Timeout() bool { return true }
 
 // sameAsClientGoQuick is sameAsClientGo for many bodies: whole and
-// byte-by-byte reads, 1 and 2 workers, declared media type.
+// byte-by-byte reads, 0 to 2 workers, declared media type.
 func sameAsClientGoQuick(t *testing.T, media string, body []byte, end error) {
 	t.Helper()
-	want := drain(clientGo(t, typedSerializer, media, newChunks(body, 1<<30, end)))
+	want := drain(clientGo(t, typedSerializer, media, newReads(body, 1<<30, end)))
 	for _, n := range []int{1 << 30, 1} {
-		for _, workers := range []int{1, 2} {
-			got := drain(New(newChunks(body, n, end), typed, Options{Workers: workers, MediaType: media}))
+		for _, workers := range []int{0, 1, 2} {
+			got := drain(New(newReads(body, n, end), typed, Options{Workers: workers, MediaType: media}))
 			if !sameEventList(got, want) {
 				t.Errorf("%d bytes, reads of %d, %d workers:", len(body), n, workers)
 				sameEvents(t, got, want)

@@ -1,139 +1,122 @@
 package watchdecode
 
-import "k8s.io/apimachinery/pkg/watch"
+import (
+	"io"
 
-// chunkSize is the size of the reader's buffers. Frames are slices of
-// them: a buffer is never written again once a frame refers to it, and is
-// freed when its frames are delivered.
-const chunkSize = 64 << 10
+	"k8s.io/apimachinery/pkg/watch"
+)
 
-// job is one frame on its way from the reader to the deliverer, or the
-// reader's hand-over (last).
+// job is one frame, from the moment a worker cuts it to its delivery, or
+// the reader's last job (last): what it read and did not cut.
 type job struct {
-	raw  []byte // the stream from the previous frame's end to this one's
-	skip int    // bytes of raw before the frame's payload
+	raw   []byte   // the stream from the previous frame's end to this one's
+	skip  int      // bytes of raw before the frame's payload
+	st    *streams // the stream's decoders
+	chunk *chunk   // the buffer raw is a slice of (nil for the last job)
 
-	ready chan struct{} // closed by the worker once ev and err are set
-	ev    watch.Event
-	err   error
+	ev  watch.Event // set by the worker that cut the frame
+	err error
 
-	last    bool  // the reader's last job: raw is all it read and did not queue
+	last    bool  // raw is all the reader read and did not cut
 	readErr error // last: the body's error, nil if the rest is still to read
+
+	done bool // decoded (guarded by pipeline.mu, as next is)
+	next *job // the next frame in stream order
 }
 
-// reader is the reader goroutine's state.
+// reader reads the body and cuts it into frames. It is used by one
+// worker at a time: the holder of the pipeline's reader token.
 type reader struct {
-	w     *watcher
-	split splitter
-	buf   []byte // the current buffer; buf[len(buf):cap(buf)] is free
-	start int    // buf[start:] is not queued yet
-	from  int    // buf[start:start+from] was scanned without finding a frame
-	need  int    // the length of buf[start:] the next frame needs, if known
+	body  io.Reader
+	d     *Decoders
+	st    *streams // the stream's decoders, once known (declared or sniffed)
+	split splitter // nil: the reader does not cut the stream's media type
+	pool  chunks   // the buffers
+	c     *chunk   // the current buffer (nil before the first read)
+	buf   []byte   // c.buf as read so far; buf[len(buf):cap(buf)] is free
+	start int      // buf[start:] is not cut yet
+	from  int      // buf[start:start+from] was scanned without finding a frame
+	need  int      // the length of buf[start:] the next frame needs, if known
+	bad   bool     // buf[start:] does not begin with a frame the splitter takes
+	err   error    // the body's error, once a Read returned one
+	over  bool     // the reader is done: its last job is cut, or a worker took over
 }
 
-// read is the reader goroutine: it reads the body, queues each frame the
-// moment it is whole (in order, then to the workers), and ends with a
-// hand-over to the deliverer of what it read and did not queue, when the
-// body ends or fails, it finds what it does not split, or the deliverer
-// halts it. On Stop it just returns. It closes work; st is the declared
-// media type's streams, nil to sniff.
-func (w *watcher) read(st *streams) {
-	defer w.wg.Done()
-	defer close(w.work)
-	r := &reader{w: w, buf: make([]byte, 0, chunkSize)}
-	if st != nil {
-		r.use(st)
-	}
+// cut returns the next frame, reading the body as needed (and blocking
+// while it is idle), or the last job: at the body's end or error (after
+// the frames before it), at what the splitter does not take, or if the
+// reader does not cut the media type. After Stop the body's Read fails,
+// so cut returns.
+func (r *reader) cut() *job {
 	for {
-		select {
-		case <-w.halt:
-			r.handOver(nil)
-			return
-		default:
+		if j := r.frame(); j != nil {
+			return j
 		}
-		r.room()
-		n, err := w.body.Read(r.buf[len(r.buf):cap(r.buf)])
-		r.buf = r.buf[:len(r.buf)+n]
-		if r.split == nil && (len(r.buf) > 0 || err != nil) {
-			r.use(w.d.sniff(r.buf))
+		if r.err != nil || r.bad || (r.st != nil && r.split == nil) {
+			r.over = true
+			return &job{raw: r.buf[r.start:], st: r.st, last: true, readErr: r.err}
 		}
-		if !r.queueFrames() || err != nil {
-			r.handOver(err)
-			return
-		}
+		r.fill()
 	}
 }
 
-// use sets the stream's decoders, for the workers and the deliverer, and
-// the splitter (none if the reader does not split the media type).
+// frame cuts the next frame of buf[start:], if it holds a whole one.
+func (r *reader) frame() *job {
+	if r.split == nil || r.bad {
+		return nil
+	}
+	c := r.split.next(r.buf[r.start:], r.from)
+	if c.end == 0 {
+		r.from, r.need, r.bad = len(r.buf)-r.start, c.need, c.bad
+		return nil
+	}
+	end := r.start + c.end
+	j := &job{raw: r.buf[r.start:end:end], skip: c.skip, st: r.st, chunk: r.c}
+	r.c.refs.Add(1)
+	r.start, r.from, r.need = end, 0, 0
+	return j
+}
+
+// fill reads once into the buffer's free part (making it first), and
+// sniffs the media type from the first byte if it was not declared.
+func (r *reader) fill() {
+	if len(r.buf) == cap(r.buf) {
+		r.move()
+	}
+	n, err := r.body.Read(r.buf[len(r.buf):cap(r.buf)])
+	r.buf, r.err = r.buf[:len(r.buf)+n], err
+	if r.st == nil && (len(r.buf) > 0 || err != nil) {
+		r.use(r.d.sniff(r.buf))
+	}
+}
+
+// move moves what is not cut yet to a new buffer, large enough for the
+// next frame if its length is known, and releases the old one.
+func (r *reader) move() {
+	rest := r.buf[r.start:]
+	c := r.pool.get(max(r.need, 2*len(rest)))
+	r.buf, r.start = append(c.buf, rest...), 0
+	if r.c != nil {
+		r.pool.release(r.c)
+	}
+	r.c = c
+}
+
+// use sets the stream's decoders and the splitter of their media type.
 func (r *reader) use(st *streams) {
-	r.w.st = st
+	r.st = st
 	switch st.framing {
 	case framingJSON:
 		r.split = &jsonFrames{}
 	case framingLength:
 		r.split = lengthFrames{}
-	default:
-		r.split = nil
 	}
 }
 
-// room makes the buffer's free part non-empty, moving what is not queued
-// to a new buffer (large enough for the next frame, if known).
-func (r *reader) room() {
-	if len(r.buf) < cap(r.buf) {
-		return
-	}
-	rest := r.buf[r.start:]
-	size := max(chunkSize, r.need, 2*len(rest))
-	buf := make([]byte, len(rest), size)
-	copy(buf, rest)
-	r.buf, r.start = buf, 0
-}
-
-// queueFrames queues the whole frames of buf[start:]; false when the
-// reader must hand over or stop: a bad frame, no splitter, Stop, halt.
-func (r *reader) queueFrames() bool {
-	if r.split == nil {
-		return false
-	}
-	for {
-		c := r.split.next(r.buf[r.start:], r.from)
-		switch {
-		case c.bad:
-			return false
-		case c.end == 0:
-			r.from, r.need = len(r.buf)-r.start, c.need
-			return true
-		}
-		end := r.start + c.end
-		j := &job{raw: r.buf[r.start:end:end], skip: c.skip, ready: make(chan struct{})}
-		select {
-		case r.w.order <- j:
-		case <-r.w.done:
-			return false
-		case <-r.w.halt:
-			return false
-		}
-		r.start, r.from, r.need = end, 0, 0
-		select {
-		case r.w.work <- j:
-		case <-r.w.done:
-			return false
-		case <-r.w.halt:
-			return false
-		}
-	}
-}
-
-// handOver queues the reader's last job: buf[start:], then err (nil: the
-// rest of the body). The deliverer decodes from there with client-go's
-// chain (w.st, which the reader has set by then). After Stop nothing
-// takes the job.
-func (r *reader) handOver(err error) {
-	j := &job{raw: r.buf[r.start:], last: true, readErr: err}
-	select {
-	case r.w.order <- j:
-	case <-r.w.done:
-	}
+// rest hands the reader over to a worker that decodes the rest of the
+// stream itself: what was read and not cut, then err (nil: read on from
+// the body).
+func (r *reader) rest() ([]byte, error) {
+	r.over = true
+	return r.buf[r.start:], r.err
 }

@@ -1,30 +1,28 @@
 package watchdecode
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// errStopped is what the replay reader returns once the watcher is
-// stopped while it waits for the reader's frames.
-var errStopped = errors.New("watchdecode: the watch was stopped")
-
-// sequential is the one goroutine of a watcher with Workers <= 1 (or a
-// media type the reader does not split): client-go's decoding of the
-// whole stream. st is the declared media type's streams, nil if the
-// stream's first byte is to tell; err, a declared media type the client
-// cannot decode (the stream then ends with its ERROR event).
+// sequential is the one goroutine of a watcher with Workers <= 0 (or a
+// media type the reader does not cut): client-go's decoding of the whole
+// stream. st is the declared media type's streams, nil if the stream's
+// first byte is to tell; err, a declared media type the client cannot
+// decode (the stream then ends with its ERROR event).
 func (w *watcher) sequential(st *streams, err error) {
-	defer w.finish()
+	defer utilruntime.HandleCrashWithLogger(w.o.Logger)
+	defer w.closeResult()
+	defer w.shut()
 	if err != nil {
 		w.ended(err)
 		return
 	}
-	r := &replayReader{tail: true, body: w.body}
+	r := &replayReader{body: w.body}
 	if st == nil {
 		r.cur, r.err = w.first()
 		st = w.d.sniff(r.cur)
@@ -44,7 +42,7 @@ func (w *watcher) first() ([]byte, error) {
 }
 
 // decodeAll decodes the events of r with client-go's chain for st and
-// delivers them until the stream ends, as client-go's StreamWatcher.
+// delivers them until the stream ends, as client-go's StreamWatcher does.
 // It runs on the delivering goroutine.
 func (w *watcher) decodeAll(st *streams, r io.ReadCloser) {
 	dec := st.chain(r)
@@ -78,41 +76,3 @@ func (w *watcher) ended(err error) {
 		w.send(watch.Event{Type: watch.Error, Object: reporter.AsObject(err)})
 	}
 }
-
-// replayReader is the stream as client-go's chain reads it when it takes
-// over: cur, then (unless tail) the raw bytes of the frames still queued
-// by the reader, up to its hand-over, then err if set, else the body. It
-// is read by the delivering goroutine only.
-type replayReader struct {
-	w    *watcher // its order queue and done; nil when tail is set at the start
-	cur  []byte
-	tail bool
-	err  error
-	body io.Reader
-}
-
-func (r *replayReader) Read(p []byte) (int, error) {
-	for len(r.cur) == 0 && !r.tail {
-		select {
-		case j := <-r.w.order:
-			r.cur = j.raw
-			if j.last {
-				r.tail, r.err = true, j.readErr
-			}
-		case <-r.w.done:
-			return 0, errStopped
-		}
-	}
-	if len(r.cur) > 0 {
-		n := copy(p, r.cur)
-		r.cur = r.cur[n:]
-		return n, nil
-	}
-	if r.err != nil {
-		return 0, r.err
-	}
-	return r.body.Read(p)
-}
-
-// Close does nothing: the watcher closes the body (shut).
-func (r *replayReader) Close() error { return nil }

@@ -13,14 +13,17 @@ import (
 
 // Options tune a watcher.
 type Options struct {
-	// Workers is how many frames are decoded at once. <= 1: one
-	// goroutine reads, decodes and delivers, as client-go's
-	// StreamWatcher does.
+	// Workers is how many goroutines decode frames at once. 1: one
+	// goroutine cuts, decodes and delivers (cutting JSON objects spares
+	// the scan encoding/json's Decoder makes). <= 0: client-go's own
+	// decoder chain on one goroutine, as its StreamWatcher runs it.
 	Workers int
 	// Item, if set, is called with each object decoded from the stream,
 	// before its event is delivered, on the goroutine that decoded it:
 	// from several goroutines at once when Workers > 1. It must not call
-	// Stop. (Not called for the ERROR event a decoding error turns into.)
+	// Stop. It may see objects that are then dropped: decoded ahead of a
+	// frame that fails, or when Stop comes. (Not called for the ERROR
+	// event a decoding error turns into.)
 	Item func(runtime.Object)
 	// MediaType is the response's Content-Type, if known. Empty: the
 	// stream's first byte tells JSON (whitespace or '{') from protobuf.
@@ -41,17 +44,10 @@ type watcher struct {
 	body   io.ReadCloser
 	d      *Decoders
 	o      Options
-	result chan watch.Event // closed by finish, after every other goroutine exited
+	result chan watch.Event // closed by closeResult, once no goroutine sends
 	done   chan struct{}    // closed by shut: Stop or the end of the stream
-	exited chan struct{}    // closed by finish, last
+	exited chan struct{}    // closed by closeResult: the watcher's goroutines are over
 	once   sync.Once
-
-	// Workers > 1 only.
-	order chan *job      // the reader's frames, in stream order, to the deliverer
-	work  chan *job      // the same frames, to the workers; closed by the reader
-	halt  chan struct{}  // closed by the deliverer when it stops taking decoded frames
-	wg    sync.WaitGroup // the reader and the workers
-	st    *streams       // set by the reader before it queues a job
 }
 
 // New returns a watcher over body, the body of a watch response, which
@@ -76,24 +72,16 @@ func New(body io.ReadCloser, d *Decoders, o Options) watch.Interface {
 	if o.MediaType != "" {
 		st, err = d.forMedia(o.MediaType)
 	}
-	if o.Workers <= 1 || err != nil || (st != nil && st.framing == framingNone) {
+	if o.Workers <= 0 || err != nil || (st != nil && st.framing == framingNone) {
 		go w.sequential(st, err)
-		return w
+	} else {
+		startPipeline(w, st, o.Workers)
 	}
-	w.order = make(chan *job, 2*o.Workers)
-	w.work = make(chan *job, 2*o.Workers)
-	w.halt = make(chan struct{})
-	w.wg.Add(1 + o.Workers)
-	go w.read(st)
-	for range o.Workers {
-		go w.decodeFrames()
-	}
-	go w.deliver()
 	return w
 }
 
 // ResultChan is the events, in stream order; closed once the stream has
-// ended or Stop was called, and every goroutine of the watcher exited.
+// ended or Stop was called, and every goroutine of the watcher is over.
 func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop closes the body and waits for the watcher's goroutines to exit
@@ -113,12 +101,9 @@ func (w *watcher) shut() {
 	})
 }
 
-// finish is the end of the delivering goroutine: it shuts the watcher,
-// waits for the others, closes the result channel, and marks Stop's wait
-// over.
-func (w *watcher) finish() {
-	w.shut()
-	w.wg.Wait()
+// closeResult is the watcher's last act, by its last goroutine: no
+// goroutine sends on the result channel any more.
+func (w *watcher) closeResult() {
 	close(w.result)
 	close(w.exited)
 }

@@ -1,0 +1,71 @@
+package watchdecode
+
+import (
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	restwatch "k8s.io/client-go/rest/watch"
+)
+
+// frameDecoder is client-go's chain over one frame at a time: the
+// streaming decoder and rest/watch's Decoder, on a frame reader that
+// returns the frame the reader cut, as the framer's reader returns it.
+// Each worker has its own.
+type frameDecoder struct {
+	src frameSource
+	dec *restwatch.Decoder
+}
+
+func newFrameDecoder(st *streams) *frameDecoder {
+	fd := &frameDecoder{}
+	fd.dec = restwatch.NewDecoder(streaming.NewDecoder(&fd.src, st.events), st.objects)
+	return fd
+}
+
+// decode decodes the event of frame, the payload of one frame.
+func (fd *frameDecoder) decode(frame []byte) (watch.Event, error) {
+	fd.src.frame = frame
+	typ, obj, err := fd.dec.Decode()
+	fd.src.frame = nil
+	return watch.Event{Type: typ, Object: obj}, err
+}
+
+// frameSource is a frame reader over one frame: a Read returns the next
+// part of it, with io.ErrShortBuffer while some remains, as the framers'
+// readers do.
+type frameSource struct{ frame []byte }
+
+func (s *frameSource) Read(p []byte) (int, error) {
+	n := copy(p, s.frame)
+	s.frame = s.frame[n:]
+	if len(s.frame) > 0 {
+		return n, io.ErrShortBuffer
+	}
+	return n, nil
+}
+
+func (s *frameSource) Close() error { return nil }
+
+// decodeJob decodes j's frame with fd and runs Item on its object; false
+// if that failed (j.err is set). A panic fails the frame too: the
+// delivering worker then decodes it again with client-go's chain, and
+// panics there, as client-go's receive goroutine would (under
+// HandleCrash).
+func (w *watcher) decodeJob(fd *frameDecoder, j *job) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.err = fmt.Errorf("watchdecode: a worker panicked: %v", r)
+			ok = false
+		}
+	}()
+	j.ev, j.err = fd.decode(j.raw[j.skip:])
+	if j.err != nil {
+		return false
+	}
+	if w.o.Item != nil {
+		w.o.Item(j.ev.Object)
+	}
+	return true
+}
