@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -162,15 +163,18 @@ func TestListsAskAndAnswerAsTheirClients(t *testing.T) {
 }
 
 // TestAListWhoseConnectionDropsIsTriedAgain: a connection closed before
-// any response is retried, as client-go's Request.Do retries a GET.
+// any response is retried a second later, as client-go's Request.Do
+// retries a GET.
 func TestAListWhoseConnectionDropsIsTriedAgain(t *testing.T) {
 	rec := &recorder{}
 	var mu sync.Mutex
 	drops := 2
+	var tries []time.Time
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		drop := drops > 0
 		drops--
+		tries = append(tries, time.Now())
 		mu.Unlock()
 		if drop {
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -193,5 +197,11 @@ func TestAListWhoseConnectionDropsIsTriedAgain(t *testing.T) {
 	}
 	if n := len(rec.take()); n != 1 {
 		t.Fatalf("%d answered requests, want 1", n)
+	}
+	// As Request.Do: a second between tries, not a burst of them.
+	for i := 1; i < len(tries); i++ {
+		if gap := tries[i].Sub(tries[i-1]); gap < 900*time.Millisecond {
+			t.Fatalf("try %d came %v after the one before, want about a second", i+1, gap)
+		}
 	}
 }

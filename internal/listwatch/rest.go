@@ -37,10 +37,28 @@ type REST struct {
 	Watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// maxTransportRetries is how often a LIST whose connection failed before
-// any response (reset, EOF, a lost HTTP/2 connection) is tried again, as
-// client-go's Request.Do tries a GET (its default MaxRetries).
-const maxTransportRetries = 10
+// maxTransportRetries is how often a LIST or WATCH whose connection failed
+// before any response (reset, EOF, a lost HTTP/2 connection) is tried
+// again, and transportRetryWait how long after each failure, as client-go's
+// Request.Do and Request.Watch try a GET again (their default MaxRetries,
+// and the one-second Retry-After they give such a failure).
+const (
+	maxTransportRetries = 10
+	transportRetryWait  = time.Second
+)
+
+// retryTransport waits before another try after a transport failure; false
+// if ctx ended first.
+func retryTransport(ctx context.Context) bool {
+	t := time.NewTimer(transportRetryWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
 
 // NewREST returns a ListWatch over r whose LIST streams the response body
 // into r.Decode with GOMAXPROCS workers instead of decoding it on the
@@ -126,12 +144,12 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 	return obj, nil
 }
 
-// stream sends the request of opts and returns its body, trying again
-// after a transport failure as Request.Do does for a GET.
+// stream sends the request of opts and returns its body, trying again a
+// second after a transport failure, as Request.Do does for a GET.
 func (r REST) stream(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	for attempt := 1; ; attempt++ {
 		body, err := r.Request(opts).Stream(ctx)
-		if err == nil || attempt >= maxTransportRetries || ctx.Err() != nil || !retryableTransport(err) {
+		if err == nil || attempt > maxTransportRetries || !retryableTransport(err) || !retryTransport(ctx) {
 			return body, err
 		}
 	}

@@ -19,8 +19,8 @@ import (
 // the client's serializer; the workers run the item function of the
 // Reflector's hint, if any, on every object. It opens the watch as rest.Request.Watch does:
 // a connection that fails before any response (reset, EOF, a lost HTTP/2
-// connection) is tried again, up to client-go's default MaxRetries, and
-// then answered with an empty watch.
+// connection) is tried again a second later, up to client-go's default
+// MaxRetries, and then answered with an empty watch.
 func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *watchdecode.Decoders) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 	return func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.Watch = true
@@ -30,10 +30,12 @@ func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *w
 			case err == nil:
 				item := listhint.From(ctx).WatchItem()
 				return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item}), nil
-			case !retryableTransport(err) || ctx.Err() != nil:
+			case !retryableTransport(err):
 				return nil, err
-			case attempt >= maxTransportRetries:
+			case attempt > maxTransportRetries:
 				return watch.NewEmptyWatch(), nil
+			case !retryTransport(ctx):
+				return nil, err
 			}
 		}
 	}
