@@ -108,10 +108,19 @@ func (r REST) list(ctx context.Context, opts metav1.ListOptions) (apiruntime.Obj
 // continue token and the hint has room (a page fetched ahead could not
 // request its own successor while MaxAhead pages were ahead).
 func (r REST) ahead(h *listhint.Hint, opts metav1.ListOptions, list apiruntime.Object) {
-	if m, ok := list.(metav1.ListInterface); ok && m.GetContinue() != "" {
-		next := listhint.Next(opts, m.GetContinue())
-		h.Ahead(next, func(ctx context.Context) (apiruntime.Object, error) { return r.fetch(ctx, next, h) })
+	if m, ok := list.(metav1.ListInterface); ok {
+		r.aheadOf(h, opts, m.GetContinue())
 	}
+}
+
+// aheadOf requests, through h, the page after the one asked with opts
+// whose continue token is token ("": the last page, nothing to request).
+func (r REST) aheadOf(h *listhint.Hint, opts metav1.ListOptions, token string) {
+	if h == nil || token == "" {
+		return
+	}
+	next := listhint.Next(opts, token)
+	h.Ahead(next, func(ctx context.Context) (apiruntime.Object, error) { return r.fetch(ctx, next, h) })
 }
 
 // fetch makes the LIST call of opts and decodes its body as it arrives.
@@ -126,12 +135,7 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 		return nil, err
 	}
 	defer body.Close()
-	meta := func(m metav1.ListMeta) {
-		if h != nil && m.Continue != "" {
-			next := listhint.Next(opts, m.Continue)
-			h.Ahead(next, func(ctx context.Context) (apiruntime.Object, error) { return r.fetch(ctx, next, h) })
-		}
-	}
+	meta := func(m metav1.ListMeta) { r.aheadOf(h, opts, m.Continue) }
 	in := &readErr{r: body}
 	obj, err := r.Decode(ctx, in, runtime.GOMAXPROCS(0), meta, h.Item())
 	if err != nil {

@@ -1,13 +1,13 @@
 package listwatch
 
 import (
-	"reflect"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/repr"
 )
 
 // generated is what client-go's generated resource clients (gentype)
@@ -30,7 +30,7 @@ func Typed[L runtime.Object](c Client[L], resource string, tweak func(*metav1.Li
 		return New(c, tweak)
 	}
 	rc := g.GetClient()
-	if rc == nil || reflect.ValueOf(rc).Kind() == reflect.Pointer && reflect.ValueOf(rc).IsNil() {
+	if repr.IsNil(rc) {
 		return New(c, tweak)
 	}
 	ns := g.GetNamespace()
