@@ -27,17 +27,35 @@ type page struct {
 }
 
 // Ahead requests, with fetch in a goroutine of its own, the page a caller
-// will ask for with opts, unless that page is already ahead, MaxAhead
-// pages are, or the hint is closed. It does not block.
+// will ask for with opts, unless that page is already ahead or the hint
+// is closed. If MaxAhead pages are ahead, the request waits and is made
+// when Take hands one of them over (only the latest such request waits:
+// pages follow one another). It does not block.
 func (h *Hint) Ahead(opts metav1.ListOptions, fetch Fetch) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || len(h.ahead) >= MaxAhead || h.find(opts) >= 0 {
+	if h.closed || h.find(opts) >= 0 {
 		return
 	}
+	if len(h.ahead) >= MaxAhead {
+		h.waiting = &pending{opts: opts, fetch: fetch}
+		return
+	}
+	h.startLocked(opts, fetch)
+}
+
+// pending is a page to request ahead once a slot is free.
+type pending struct {
+	opts  metav1.ListOptions
+	fetch Fetch
+}
+
+// startLocked requests the page of opts with fetch under the hint's
+// context; the call is joined by Close.
+func (h *Hint) startLocked(opts metav1.ListOptions, fetch Fetch) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	p := &page{opts: opts, cancel: cancel, done: make(chan struct{})}
 	h.ahead = append(h.ahead, p)
@@ -70,6 +88,10 @@ func (h *Hint) Take(ctx context.Context, opts metav1.ListOptions) (obj runtime.O
 		return nil, nil, false
 	}
 	h.ahead = h.ahead[1:]
+	if w := h.waiting; w != nil && len(h.ahead) < MaxAhead {
+		h.waiting = nil
+		h.startLocked(w.opts, w.fetch)
+	}
 	h.mu.Unlock()
 	select {
 	case <-p.done:
@@ -91,9 +113,10 @@ func (h *Hint) find(opts metav1.ListOptions) int {
 	return -1
 }
 
-// dropLocked cancels every page ahead and forgets them; Close still
-// waits for their calls.
+// dropLocked cancels every page ahead and forgets them and the one
+// waiting; Close still waits for their calls.
 func (h *Hint) dropLocked() {
+	h.waiting = nil
 	for _, p := range h.ahead {
 		p.cancel()
 	}

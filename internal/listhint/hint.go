@@ -30,8 +30,10 @@ type Hint struct {
 	wg     sync.WaitGroup
 
 	mu sync.Mutex
-	// ahead holds the pages requested ahead, oldest first.
-	ahead []*page
+	// ahead holds the pages requested ahead, oldest first; waiting is
+	// the next one, held back while MaxAhead are ahead.
+	ahead   []*page
+	waiting *pending
 	// itemized holds the lists whose items item has already seen;
 	// watchItemized says a watch's objects go through item.
 	itemized      map[runtime.Object]bool

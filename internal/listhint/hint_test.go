@@ -68,6 +68,44 @@ func TestAtMostMaxAheadPagesAreRequested(t *testing.T) {
 	})
 }
 
+// A page whose request came while MaxAhead were ahead is requested as
+// soon as the oldest of them is taken: a chain of pages whose metadata
+// arrives faster than the caller takes them keeps its pipeline.
+func TestAPageHeldBackIsRequestedWhenOneIsTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, h := With(context.Background(), nil)
+		defer h.Close()
+		release, started := make(chan struct{}), make(chan metav1.ListOptions, 8)
+		for _, tok := range []string{"a", "b", "c"} {
+			h.Ahead(opts(tok), blocking(nil, release, started, opts(tok)))
+		}
+		synctest.Wait()
+		if len(started) != MaxAhead {
+			t.Fatalf("%d pages requested ahead, want %d", len(started), MaxAhead)
+		}
+		close(release)
+		if _, err, ok := h.Take(ctx, opts("a")); !ok || err != nil {
+			t.Fatalf("Take(a) = %v, %v", err, ok)
+		}
+		synctest.Wait()
+		if len(started) != MaxAhead+1 {
+			t.Fatalf("%d pages requested after one was taken, want %d", len(started), MaxAhead+1)
+		}
+		first := map[string]bool{(<-started).Continue: true, (<-started).Continue: true}
+		if !first["a"] || !first["b"] {
+			t.Fatalf("first requested %v, want a and b", first)
+		}
+		if got := (<-started).Continue; got != "c" {
+			t.Fatalf("then requested %q, want c", got)
+		}
+		for _, tok := range []string{"b", "c"} {
+			if _, err, ok := h.Take(ctx, opts(tok)); !ok || err != nil {
+				t.Fatalf("Take(%s) = %v, %v", tok, err, ok)
+			}
+		}
+	})
+}
+
 func TestAnotherPageDropsThoseAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, h := With(context.Background(), nil)
