@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ type coldChildConfig struct {
 	URL string // the server
 	// NoHeap: only the timed sync (KREFLECTOR_COLDSTART_HEAP=0).
 	NoHeap bool `json:",omitempty"`
+	// CPUProfile, if set, is the file the timed sync's CPU profile goes
+	// to (KREFLECTOR_COLDSTART_CPUPROFILE).
+	CPUProfile string `json:",omitempty"`
 }
 
 // coldResult is what a child measured.
@@ -103,11 +107,17 @@ func runColdChild(cfg coldChildConfig) (*coldResult, error) {
 	res := &coldResult{coldChildConfig: cfg}
 	memGOGC(100)
 	runtime.GC()
-	s, err := startColdSync(cfg, cs)
+	stopProfile, err := startColdProfile(cfg.CPUProfile)
 	if err != nil {
 		return nil, err
 	}
+	s, err := startColdSync(cfg, cs)
+	if err != nil {
+		stopProfile()
+		return nil, err
+	}
 	t, objects, err := s.wait(cfg.N)
+	stopProfile()
 	res.SyncSeconds, res.SyncCPU, res.Elsewhere = t.wall.Seconds(), t.cpu.Seconds(), t.elsewhere
 	res.Objects = objects
 	if err == nil {
@@ -118,6 +128,23 @@ func runColdChild(cfg coldChildConfig) (*coldResult, error) {
 		return res, err
 	}
 	return res, coldHeapSync(cfg, cs, res)
+}
+
+// startColdProfile starts a CPU profile to file, if file is set, and
+// returns what ends it.
+func startColdProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // coldHeapSync syncs at GOGC 10, sampling the live heap. The peak is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +35,8 @@ import (
 // selection, such as "enc=json,protobuf mode=paged,watchlist procs=2
 // impl=client-go,kreflector"; each dimension left out is taken whole)
 // and KREFLECTOR_COLDSTART_HEAP=0 (the timed sync only, no heap figures:
-// about a third of the time) change the work. It prints how long it
+// about a third of the time) change the work; KREFLECTOR_COLDSTART_CPUPROFILE
+// (a directory) has each process write its timed sync's CPU profile there. It prints how long it
 // expects to take, each process's figures as it ends, then a table. The
 // files go to .cache/coldstart at the repository root (about 3.2 GB for
 // 100,000 Pods in both encodings), kept for the next run.
@@ -64,7 +66,7 @@ func BenchmarkColdStart(b *testing.B) {
 				if err := srv.warm(cell.Encoding, cell.Mode); err != nil {
 					b.Fatal(err)
 				}
-				res, err := runColdChildProcess(coldChildConfig{coldCell: cell, N: set.n, URL: srv.url, NoHeap: set.noHeap})
+				res, err := runColdChildProcess(coldChildConfig{coldCell: cell, N: set.n, URL: srv.url, NoHeap: set.noHeap, CPUProfile: set.profileOf(cell, rep)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -94,6 +96,9 @@ func coldProgress(res *coldResult, rep int, since time.Duration) {
 type coldSettings struct {
 	n, runs int
 	noHeap  bool // KREFLECTOR_COLDSTART_HEAP=0: no heap phase
+	// profiles is the directory of CPU profiles, if any
+	// (KREFLECTOR_COLDSTART_CPUPROFILE).
+	profiles string
 	// dims is the selection: encodings, modes, GOMAXPROCS values and
 	// implementations, each in the tables' order.
 	encs, modes, procs, impls []string
@@ -121,6 +126,7 @@ func coldSettingsFromEnv() (coldSettings, error) {
 	default:
 		return s, fmt.Errorf("coldstart: KREFLECTOR_COLDSTART_HEAP is %q, want 0 or 1", h)
 	}
+	s.profiles = os.Getenv("KREFLECTOR_COLDSTART_CPUPROFILE")
 	sel, err := parseColdCells(os.Getenv("KREFLECTOR_COLDSTART_CELLS"))
 	s.encs, s.modes, s.procs, s.impls = sel["enc"], sel["mode"], sel["procs"], sel["impl"]
 	return s, err
@@ -282,4 +288,13 @@ func checkCold(res *coldResult) []string {
 		bad("served %+v, want %+v", got, want)
 	}
 	return out
+}
+
+// profileOf is the file of the CPU profile of cell's run rep, or "".
+func (s coldSettings) profileOf(cell coldCell, rep int) string {
+	if s.profiles == "" {
+		return ""
+	}
+	name := fmt.Sprintf("%s-%s-p%d-%s-run%d.pprof", cell.Encoding, cell.Mode, cell.Procs, cell.Impl, rep+1)
+	return filepath.Join(s.profiles, name)
 }

@@ -12,23 +12,36 @@ import (
 // frameDecoder is client-go's chain over one frame at a time: the
 // streaming decoder and rest/watch's Decoder, on a frame reader that
 // returns the frame the reader cut, as the framer's reader returns it.
-// Each worker has its own.
+// Each worker has its own. A protobuf frame of the usual shape is decoded
+// by fast instead, when the chain is a clientset's (protofast.go).
 type frameDecoder struct {
-	src frameSource
-	dec *restwatch.Decoder
+	src  frameSource
+	dec  *restwatch.Decoder
+	fast *protoFast // nil: every frame goes through the chain
 }
 
 func newFrameDecoder(st *streams) *frameDecoder {
-	fd := &frameDecoder{}
+	fd := &frameDecoder{fast: newProtoFast(st)}
 	fd.dec = restwatch.NewDecoder(streaming.NewDecoder(&fd.src, st.events), st.objects)
 	return fd
 }
 
 // decode decodes the event of frame, the payload of one frame.
 func (fd *frameDecoder) decode(frame []byte) (watch.Event, error) {
+	var learn *typeKey
+	if fd.fast != nil {
+		var ev watch.Event
+		var ok bool
+		if ev, learn, ok = fd.fast.decode(frame); ok {
+			return ev, nil
+		}
+	}
 	fd.src.frame = frame
 	typ, obj, err := fd.dec.Decode()
 	fd.src.frame = nil
+	if err == nil && learn != nil {
+		fd.fast.learnType(*learn, obj)
+	}
 	return watch.Event{Type: typ, Object: obj}, err
 }
 

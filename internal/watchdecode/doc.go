@@ -13,7 +13,9 @@
 // takes the reader's token, cuts the next frame of the body (a JSON
 // object; a 4-byte length-prefixed protobuf frame), reading as needed,
 // appends it to the list of frames in stream order and gives the token
-// back; decodes the frame with a decoder chain of its own; then, if the
+// back; decodes the frame with a decoder chain of its own (a clientset's
+// protobuf frame of the usual shape without the chain's copies of its
+// bytes, protofast.go); then, if the
 // frame at the head of the list is decoded and no worker is delivering,
 // it delivers the decoded frames at the head, in order, on the result
 // channel. A frame is cut the moment it is whole, and its event sent as
