@@ -51,6 +51,11 @@ type Options struct {
 	// list's Items after Item returns. Unstructured items get the list's
 	// kind and apiVersion (when they have neither) only after that.
 	Item func(runtime.Object)
+	// Expect, if > 0, is how many items the list is expected to hold at
+	// most (a page's limit): the items are decoded into one slice of that
+	// length, which becomes Items with no copy when they all fit in it.
+	// Above maxExpect it is taken as maxExpect.
+	Expect int
 }
 
 // Decode decodes one LIST response body (the body of a 200 response,

@@ -10,10 +10,12 @@ import (
 )
 
 // Chunk sizes of the item storage: the first chunk holds firstChunk
-// items, each next one twice as many, up to maxChunk.
+// items (or Options.Expect, up to maxExpect), each next one twice as
+// many, up to maxChunk (or the first chunk's size, if larger).
 const (
 	firstChunk = 16
 	maxChunk   = 1024
+	maxExpect  = 2000
 )
 
 // job is one item to decode: its index, its bytes and where it goes.
@@ -36,6 +38,7 @@ type sink struct {
 	item    func(runtime.Object)
 	itemsT  reflect.Type
 	chunks  []reflect.Value
+	first   int // the first chunk's size
 	n       int // items handed in
 	workers int
 	jobs    chan job
@@ -49,14 +52,23 @@ func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 		dec:     p.itemDecoder(media),
 		item:    o.Item,
 		itemsT:  p.itemsType,
+		first:   firstChunkOf(o.Expect),
 		workers: o.Workers,
 		errs:    newItemErrors(media == mediaJSON, p.mode != unstructuredMode),
 	}
 }
 
+// firstChunkOf is the first chunk's size for Options.Expect.
+func firstChunkOf(expect int) int {
+	if expect <= 0 {
+		return firstChunk
+	}
+	return min(expect, maxExpect)
+}
+
 // slot is the storage of item i (i == s.n), in a new chunk if need be.
 func (s *sink) slot(i int) reflect.Value {
-	size, start := firstChunk, 0
+	size, start := s.first, 0
 	for c := 0; ; c++ {
 		if c == len(s.chunks) {
 			s.chunks = append(s.chunks, reflect.MakeSlice(s.itemsT, size, size))
@@ -65,7 +77,7 @@ func (s *sink) slot(i int) reflect.Value {
 			return s.chunks[c].Index(i - start)
 		}
 		start += size
-		size = min(2*size, maxChunk)
+		size = min(2*size, max(maxChunk, s.first))
 	}
 }
 
@@ -138,8 +150,13 @@ func (s *sink) close() {
 }
 
 // items is the Items slice of the n items handed in, in order; call after
-// close.
+// close. Items that all fit in the first chunk are that chunk, uncopied.
 func (s *sink) items() reflect.Value {
+	if len(s.chunks) == 1 {
+		out := s.chunks[0].Slice(0, s.n)
+		s.chunks = nil
+		return out
+	}
 	out := reflect.MakeSlice(s.itemsT, s.n, s.n)
 	at := 0
 	for _, c := range s.chunks {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"reflect"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kreflector/cache/internal/listdecode"
@@ -13,8 +12,8 @@ import (
 
 // decoderFor is the ListDecoder of target's client (see listdecode).
 func decoderFor(target listdecode.Target) ListDecoder {
-	return func(ctx context.Context, body io.Reader, workers int, meta func(metav1.ListMeta), item func(runtime.Object)) (runtime.Object, error) {
-		return listdecode.Decode(ctx, body, target, listdecode.Options{Workers: workers, Meta: meta, Item: item})
+	return func(ctx context.Context, body io.Reader, o listdecode.Options) (runtime.Object, error) {
+		return listdecode.Decode(ctx, body, target, o)
 	}
 }
 

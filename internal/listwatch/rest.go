@@ -15,14 +15,15 @@ import (
 	restclient "k8s.io/client-go/rest"
 	clientgocache "k8s.io/client-go/tools/cache"
 
+	"github.com/kreflector/cache/internal/listdecode"
 	"github.com/kreflector/cache/internal/listhint"
 )
 
 // ListDecoder decodes one LIST response body, read as it arrives, into
-// the list the client would have returned, on up to workers goroutines.
-// meta, if not nil, is called as soon as the list's metadata is known;
-// item, if not nil, is run on each item once decoded (concurrently).
-type ListDecoder func(ctx context.Context, body io.Reader, workers int, meta func(metav1.ListMeta), item func(apiruntime.Object)) (apiruntime.Object, error)
+// the list the client would have returned, as listdecode.Decode does with
+// o: on up to o.Workers goroutines, o.Meta called as soon as the list's
+// metadata is known, o.Item run on each item once decoded (concurrently).
+type ListDecoder func(ctx context.Context, body io.Reader, o listdecode.Options) (apiruntime.Object, error)
 
 // REST is a resource on a REST client, for a ListWatch that reads its
 // LIST responses itself (see NewREST).
@@ -137,7 +138,8 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 	defer body.Close()
 	meta := func(m metav1.ListMeta) { r.aheadOf(h, opts, m.Continue) }
 	in := &readErr{r: body}
-	obj, err := r.Decode(ctx, in, runtime.GOMAXPROCS(0), meta, h.Item())
+	o := listdecode.Options{Workers: runtime.GOMAXPROCS(0), Meta: meta, Item: h.Item(), Expect: int(opts.Limit)}
+	obj, err := r.Decode(ctx, in, o)
 	if err != nil {
 		if in.err != nil && !errors.Is(in.err, io.EOF) {
 			return nil, fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", in.err)
