@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"testing"
 	"time"
 
@@ -131,7 +132,8 @@ func runColdChild(cfg coldChildConfig) (*coldResult, error) {
 }
 
 // startColdProfile starts a CPU profile to file, if file is set, and
-// returns what ends it.
+// with KREFLECTOR_COLDSTART_TRACE=1 an execution trace to file.trace too;
+// it returns what ends them.
 func startColdProfile(file string) (stop func(), err error) {
 	if file == "" {
 		return func() {}, nil
@@ -144,7 +146,14 @@ func startColdProfile(file string) (stop func(), err error) {
 		f.Close()
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	stopTrace := func() {}
+	if os.Getenv("KREFLECTOR_COLDSTART_TRACE") == "1" {
+		tf, err := os.Create(file + ".trace")
+		if err == nil && trace.Start(tf) == nil {
+			stopTrace = func() { trace.Stop(); tf.Close() }
+		}
+	}
+	return func() { stopTrace(); pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // coldHeapSync syncs at GOGC 10, sampling the live heap. The peak is

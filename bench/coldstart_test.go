@@ -36,7 +36,8 @@ import (
 // impl=client-go,kreflector"; each dimension left out is taken whole)
 // and KREFLECTOR_COLDSTART_HEAP=0 (the timed sync only, no heap figures:
 // about a third of the time) change the work; KREFLECTOR_COLDSTART_CPUPROFILE
-// (a directory) has each process write its timed sync's CPU profile there. It prints how long it
+// (a directory) has each process write its timed sync's CPU profile there,
+// and with KREFLECTOR_COLDSTART_TRACE=1 its execution trace beside it. It prints how long it
 // expects to take, each process's figures as it ends, then a table. The
 // files go to .cache/coldstart at the repository root (about 3.2 GB for
 // 100,000 Pods in both encodings), kept for the next run.

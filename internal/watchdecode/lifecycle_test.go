@@ -161,7 +161,8 @@ func TestConcurrentStop(t *testing.T) {
 }
 
 // TestBackpressure: a consumer that does not receive holds the reader
-// back: it reads no more than the queued frames and one buffer.
+// back: it reads no more than the frames the window holds, the events the
+// result channel holds, and one buffer.
 func TestBackpressure(t *testing.T) {
 	for _, media := range medias {
 		body := pods(t, media, 500)
@@ -171,7 +172,7 @@ func TestBackpressure(t *testing.T) {
 				r := &counting{r: burst(body)}
 				w := New(r, typed, Options{Workers: workers})
 				synctest.Wait()
-				if limit := int64((2*workers+2)*frame + chunkSize + 512); r.n.Load() > limit {
+				if limit := int64((2*workers*maxBatch+resultBuffer(workers)+2)*frame + chunkSize + 512); r.n.Load() > limit {
 					t.Errorf("%s, %d workers: read %d bytes before the first event was received, want <= %d", media, workers, r.n.Load(), limit)
 				}
 				w.Stop()

@@ -29,25 +29,31 @@ type pipeline struct {
 }
 
 // startPipeline starts the workers of w, st being the declared media
-// type's decoders (nil: sniff). At most 2*workers frames are cut and not
-// yet delivered.
+// type's decoders (nil: sniff).
 func startPipeline(w *watcher, st *streams, workers int) {
+	p := newPipeline(w, st, workers)
+	p.live.Store(int32(workers))
+	for range workers {
+		go p.work()
+	}
+}
+
+// newPipeline is the pipeline of workers workers, none started. At most
+// 2*workers*maxBatch frames are cut and not yet delivered.
+func newPipeline(w *watcher, st *streams, workers int) *pipeline {
 	pool := newChunks(2*workers + 2)
 	p := &pipeline{
 		w:       w,
 		r:       reader{body: w.body, d: w.d, pool: pool},
 		pool:    pool,
 		readTok: make(chan struct{}, 1),
-		window:  make(chan struct{}, 2*workers),
+		window:  make(chan struct{}, 2*workers*maxBatch),
 	}
 	if st != nil {
 		p.r.use(st)
 	}
 	p.readTok <- struct{}{}
-	p.live.Store(int32(workers))
-	for range workers {
-		go p.work()
-	}
+	return p
 }
 
 // work is a worker goroutine.
@@ -55,30 +61,39 @@ func (p *pipeline) work() {
 	defer utilruntime.HandleCrashWithLogger(p.w.o.Logger)
 	defer p.exit()
 	var fd *frameDecoder
+	var batch []*job
 	for {
-		j := p.take()
-		if j == nil {
+		if batch = p.take(batch); batch == nil {
 			return
 		}
-		if !j.last {
-			if fd == nil {
-				fd = newFrameDecoder(j.st)
+		for _, j := range batch {
+			if !j.last {
+				if fd == nil {
+					fd = newFrameDecoder(j.st)
+				}
+				if !p.w.decodeJob(fd, j) {
+					fd = nil // its streaming decoder may be left mid-frame
+				}
 			}
-			if !p.w.decodeJob(fd, j) {
-				fd = nil // its streaming decoder may be left mid-frame
+			if p.finished(j) && !p.deliver() {
+				return
 			}
-		}
-		if p.finished(j) && !p.deliver() {
-			return
 		}
 	}
 }
 
+// maxBatch is the most frames a worker cuts at once: the first as soon
+// as it is whole, then those already read whole behind it, while the
+// window has room. Fewer turns at the reader mean fewer goroutines woken
+// per frame.
+const maxBatch = 16
+
 // take waits for room in the window and for the reader's token, cuts the
-// next frame (or the last job) and appends it to the list. It returns nil
-// once the watcher is stopped, the reader is over, or a worker has taken
-// the stream over (what it cut is then left to that worker).
-func (p *pipeline) take() *job {
+// next frame (or the last job), and up to maxBatch-1 frames already read
+// behind it, and appends them to the list; batch is reused. It returns
+// nil once the watcher is stopped, the reader is over, or a worker has
+// taken the stream over (what it cut is then left to that worker).
+func (p *pipeline) take(batch []*job) []*job {
 	select {
 	case p.window <- struct{}{}:
 	case <-p.w.done:
@@ -93,19 +108,45 @@ func (p *pipeline) take() *job {
 	if p.r.over || p.isHalted() {
 		return nil
 	}
-	j := p.r.cut()
+	batch = append(batch[:0], p.r.cut())
+	for len(batch) < maxBatch && !batch[0].last && p.room() {
+		j := p.r.frame()
+		if j == nil {
+			<-p.window
+			break
+		}
+		batch = append(batch, j)
+	}
+	return p.link(batch)
+}
+
+// room takes a place in the window if one is free.
+func (p *pipeline) room() bool {
+	select {
+	case p.window <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// link appends batch to the list; nil if a worker has taken the stream
+// over meanwhile.
+func (p *pipeline) link(batch []*job) []*job {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.tail == nil {
-		p.head = j
-	} else {
-		p.tail.next = j
+	for _, j := range batch {
+		if p.tail == nil {
+			p.head = j
+		} else {
+			p.tail.next = j
+		}
+		p.tail = j
 	}
-	p.tail = j
 	if p.halted {
 		return nil
 	}
-	return j
+	return batch
 }
 
 // finished marks j decoded; true if the caller is to deliver: the head of
