@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kreflector/cache/internal/listhint"
+	"github.com/kreflector/cache/internal/listitems"
 )
 
 // defaultPageSize is the LIST page size when paging is on and
@@ -168,10 +170,7 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 		l.items = make([]interface{}, 0, initialCapacity(page, m))
 	}
 	from := len(l.items)
-	err = meta.EachListItemWithAlloc(page, func(o runtime.Object) error {
-		l.items = append(l.items, o)
-		return nil
-	})
+	l.items, err = listitems.AppendWithAlloc(l.items, page, goruntime.GOMAXPROCS(0))
 	if err != nil {
 		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
 	}

@@ -158,3 +158,20 @@ func TestExpectedItemsAreNotCopied(t *testing.T) {
 		}
 	}
 }
+
+// TestManyItemsCopiedAtOnce: a list past parallelCopy items, in more than
+// one chunk, is assembled by the workers at once into client-go's list.
+func TestManyItemsCopiedAtOnce(t *testing.T) {
+	list := &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}, ListMeta: listMeta}
+	for i := range parallelCopy + 1000 {
+		list.Items = append(list.Items, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm-", i), Namespace: "ns"},
+			Data: map[string]string{"i": fmt.Sprint(i)}})
+	}
+	for ct, body := range map[string][]byte{ctJSON: jsonOf(t, list), ctProtobuf: protobufOf(t, list, scheme.Scheme)} {
+		want, wantErr := clientGo(t, Target{Typed: &corev1.ConfigMapList{}}, ct, body)
+		for _, workers := range []int{1, 2, 3} {
+			got, err := Decode(context.Background(), bytes.NewReader(body), Target{Typed: &corev1.ConfigMapList{}}, Options{Workers: workers})
+			same(t, fmt.Sprintf("%s, workers %d", ct, workers), got, err, want, wantErr)
+		}
+	}
+}

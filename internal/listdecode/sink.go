@@ -150,7 +150,10 @@ func (s *sink) close() {
 }
 
 // items is the Items slice of the n items handed in, in order; call after
-// close. Items that all fit in the first chunk are that chunk, uncopied.
+// close. Items that all fit in the first chunk are that chunk, uncopied;
+// otherwise the chunks are copied into one slice, by the workers at once
+// when there are parallelCopy items or more (the copy of 100,000 Pods
+// takes a third of a second on one core, after every item is decoded).
 func (s *sink) items() reflect.Value {
 	if len(s.chunks) == 1 {
 		out := s.chunks[0].Slice(0, s.n)
@@ -158,13 +161,35 @@ func (s *sink) items() reflect.Value {
 		return out
 	}
 	out := reflect.MakeSlice(s.itemsT, s.n, s.n)
-	at := 0
-	for _, c := range s.chunks {
-		if at == s.n {
-			break
-		}
-		at += reflect.Copy(out.Slice(at, s.n), c)
+	type part struct {
+		at    int
+		chunk reflect.Value
+	}
+	var parts []part
+	for at, c := 0, 0; at < s.n; c++ {
+		k := min(s.chunks[c].Len(), s.n-at)
+		parts = append(parts, part{at, s.chunks[c].Slice(0, k)})
+		at += k
 	}
 	s.chunks = nil
+	copyPart := func(p part) { reflect.Copy(out.Slice(p.at, p.at+p.chunk.Len()), p.chunk) }
+	if s.workers <= 1 || s.n < parallelCopy {
+		for _, p := range parts {
+			copyPart(p)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for w := range min(s.workers, len(parts)) {
+		wg.Go(func() {
+			for k := w; k < len(parts); k += s.workers {
+				copyPart(parts[k])
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
+
+// parallelCopy is the fewest items whose chunks the workers copy at once.
+const parallelCopy = 4096

@@ -1,0 +1,84 @@
+package listitems
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// clientGo is what meta.EachListItemWithAlloc hands out for list.
+func clientGo(t *testing.T, list runtime.Object) ([]interface{}, error) {
+	t.Helper()
+	var out []interface{}
+	err := meta.EachListItemWithAlloc(list, func(o runtime.Object) error {
+		out = append(out, o)
+		return nil
+	})
+	return out, err
+}
+
+func pods(n int) *corev1.PodList {
+	l := &corev1.PodList{}
+	for i := range n {
+		l.Items = append(l.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("p-", i), Namespace: "ns", Labels: map[string]string{"i": fmt.Sprint(i)}}})
+	}
+	return l
+}
+
+// TestSameItemsAsClientGo: every kind of list, small and large, at any
+// worker count, gives EachListItemWithAlloc's items (and errors), after
+// what dst already held.
+func TestSameItemsAsClientGo(t *testing.T) {
+	lists := map[string]runtime.Object{
+		"small typed":  pods(3),
+		"large typed":  pods(parallelFrom + 5),
+		"empty":        &corev1.PodList{},
+		"unstructured": &unstructured.UnstructuredList{Items: []unstructured.Unstructured{{Object: map[string]interface{}{"kind": "Pod", "apiVersion": "v1"}}}},
+		"raw items":    &metav1.List{Items: []runtime.RawExtension{{Object: &corev1.Pod{}}}},
+		"not a list":   &corev1.Pod{},
+	}
+	for name, list := range lists {
+		want, wantErr := clientGo(t, list)
+		for _, workers := range []int{1, 2, 3, 8} {
+			got, err := AppendWithAlloc([]interface{}{"before"}, list, workers)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s, %d workers: error %v, want %v", name, workers, err, wantErr)
+			}
+			if err != nil {
+				continue
+			}
+			if got[0] != "before" || !reflect.DeepEqual(got[1:], want) && !(len(got) == 1 && len(want) == 0) {
+				t.Fatalf("%s, %d workers: %d items, not client-go's %d", name, workers, len(got)-1, len(want))
+			}
+		}
+	}
+}
+
+// TestLargeListsAreCopiedOut: each item of a large typed list is a copy
+// of its own, outside the list's backing array, so that an object kept
+// does not keep the list alive.
+func TestLargeListsAreCopiedOut(t *testing.T) {
+	list := pods(parallelFrom + 5)
+	lo := uintptr(unsafe.Pointer(&list.Items[0]))
+	hi := lo + uintptr(len(list.Items))*unsafe.Sizeof(list.Items[0])
+	got, err := AppendWithAlloc(nil, list, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range got {
+		p := o.(*corev1.Pod)
+		if at := uintptr(unsafe.Pointer(p)); at >= lo && at < hi {
+			t.Fatalf("item %d points into the list's array", i)
+		}
+		if p.Name != list.Items[i].Name {
+			t.Fatalf("item %d is %s, want %s", i, p.Name, list.Items[i].Name)
+		}
+	}
+}
