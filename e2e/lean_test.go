@@ -5,21 +5,25 @@ package e2e
 import (
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/lean"
 )
 
 // Lean objects on a real kube-apiserver: a Reflector with ShareStrings,
 // ShareMaps and DropManagedFields, through a LIST and a live workload of
 // creates, updates and deletes, holds objects equal to the server's but
 // for their managedFields, field by field; and ConfigMaps created with
-// equal labels and data hold one map each for them.
+// equal labels and data hold one map for them per stripe of the share
+// table.
 func TestLeanObjectsMatchTheServer(t *testing.T) {
 	t.Parallel()
 	cs := client(t, testCluster.admin)
@@ -42,7 +46,7 @@ func TestLeanObjectsMatchTheServer(t *testing.T) {
 	})
 	runReflector(t, r)
 	mustSync(t, r)
-	assertSharedMaps(t, store, ns, groups)
+	assertSharedMaps(t, store, ns, existing, groups)
 	mustReachRV(t, tracked, workload(t, cs, ns, existing, 200, 11))
 	server, err := serverList(t.Context(), cs, "configmaps", ns)
 	if err != nil {
@@ -65,26 +69,31 @@ func TestLeanObjectsMatchTheServer(t *testing.T) {
 	t.Logf("%d ConfigMaps equal to the server's but for managedFields", len(server))
 }
 
-// assertSharedMaps checks that the ConfigMaps cm-0..cm-(2*groups-1), two
-// per group of equal labels and data, hold one labels map and one data map
-// per group.
-func assertSharedMaps(t *testing.T, store cache.Store, ns string, groups int) {
+// assertSharedMaps checks that the ConfigMaps cm-0..cm-(existing-1), a
+// group of equal labels and data for each i%groups, hold few maps per
+// group: one per stripe of the Reflector's share table at most (its decode
+// workers share objects at once through as many stripes), against one
+// map per object without ShareMaps.
+func assertSharedMaps(t *testing.T, store cache.Store, ns string, existing, groups int) {
 	t.Helper()
-	get := func(i int) *corev1.ConfigMap {
-		obj, ok, err := store.GetByKey(fmt.Sprintf("%s/cm-%d", ns, i))
-		if err != nil || !ok {
-			t.Fatalf("cm-%d not in our store (%v)", i, err)
-		}
-		return obj.(*corev1.ConfigMap)
-	}
+	bound := min(goruntime.GOMAXPROCS(0), lean.MaxStripes)
 	for g := range groups {
-		a, b := get(g), get(g+groups)
-		if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() ||
-			reflect.ValueOf(a.Data).UnsafePointer() != reflect.ValueOf(b.Data).UnsafePointer() {
-			t.Errorf("cm-%d and cm-%d have equal labels and data but hold maps of their own", g, g+groups)
+		labels, data := map[unsafe.Pointer]bool{}, map[unsafe.Pointer]bool{}
+		for i := g; i < existing; i += groups {
+			obj, ok, err := store.GetByKey(fmt.Sprintf("%s/cm-%d", ns, i))
+			if err != nil || !ok {
+				t.Fatalf("cm-%d not in our store (%v)", i, err)
+			}
+			cm := obj.(*corev1.ConfigMap)
+			labels[reflect.ValueOf(cm.Labels).UnsafePointer()] = true
+			data[reflect.ValueOf(cm.Data).UnsafePointer()] = true
+			if cm.ManagedFields != nil {
+				t.Errorf("cm-%d kept its managedFields", i)
+			}
 		}
-		if a.ManagedFields != nil {
-			t.Errorf("cm-%d kept its managedFields", g)
+		if len(labels) > bound || len(data) > bound {
+			t.Errorf("group %d: %d ConfigMaps with equal labels and data hold %d labels maps and %d data maps, want at most %d each",
+				g, existing/groups, len(labels), len(data), bound)
 		}
 	}
 }

@@ -43,7 +43,7 @@ const (
 // walker is one object's walk: the table it shares through, and what is
 // left of its visits.
 type walker struct {
-	t    *Table
+	t    *stripe
 	left int
 }
 
@@ -61,7 +61,7 @@ func (w *walker) visit(depth int) bool {
 // anyone else meanwhile. Byte slices
 // become shared read-only memory: writing into one would change every
 // object holding it (cached objects must never be written to anyway).
-func shareObjectIn(t *Table, obj interface{}) {
+func shareObjectIn(t *stripe, obj interface{}) {
 	switch o := obj.(type) {
 	case nil:
 		return

@@ -47,20 +47,20 @@ func entryHash(k, v uint64) uint64 { return (k ^ 0x9e3779b97f4a7c15) * (v | 1) }
 
 // canonStringMap returns the map the table holds with m's content, or m
 // itself, which the table then holds, when it has none.
-func (t *Table) canonStringMap(m map[string]string) map[string]string {
+func (t *stripe) canonStringMap(m map[string]string) map[string]string {
 	hash := func(v string) uint64 { return maphash.String(t.seed, v) }
 	return canonTyped(t, stringMapType, m, hash, func(a, b string) bool { return a == b })
 }
 
 // canonResourceList is canonStringMap for a resource list.
-func (t *Table) canonResourceList(m corev1.ResourceList) corev1.ResourceList {
+func (t *stripe) canonResourceList(m corev1.ResourceList) corev1.ResourceList {
 	return canonTyped(t, resourceListType, m, t.quantityHash, equalQuantities)
 }
 
 // canonTyped is canonStringMap for m, a map of the Go type typ with
 // string keys, whose values hash by hash and compare by equal (values
 // that are equal hash alike).
-func canonTyped[M ~map[K]V, K ~string, V any](t *Table, typ reflect.Type, m M, hash func(V) uint64, equal func(V, V) bool) M {
+func canonTyped[M ~map[K]V, K ~string, V any](t *stripe, typ reflect.Type, m M, hash func(V) uint64, equal func(V, V) bool) M {
 	var sum uint64
 	for k, v := range m {
 		sum += entryHash(maphash.String(t.seed, string(k)), hash(v))
@@ -75,7 +75,7 @@ func canonTyped[M ~map[K]V, K ~string, V any](t *Table, typ reflect.Type, m M, h
 
 // canonMap is canonStringMap for m, a map of a type shareableMap allows,
 // through reflection.
-func (t *Table) canonMap(m reflect.Value) reflect.Value {
+func (t *stripe) canonMap(m reflect.Value) reflect.Value {
 	quantities := m.Type().Elem() == quantityType
 	var sum uint64
 	it := m.MapRange()
@@ -91,7 +91,7 @@ func (t *Table) canonMap(m reflect.Value) reflect.Value {
 
 // valueHash hashes a map value: a string's bytes, or a quantity's format
 // and numeric value (equal quantities hash alike, see equalMapValues).
-func (t *Table) valueHash(v reflect.Value, quantity bool) uint64 {
+func (t *stripe) valueHash(v reflect.Value, quantity bool) uint64 {
 	if !quantity {
 		return maphash.String(t.seed, v.String())
 	}
@@ -99,7 +99,7 @@ func (t *Table) valueHash(v reflect.Value, quantity bool) uint64 {
 }
 
 // quantityHash hashes a quantity's format and value.
-func (t *Table) quantityHash(q resource.Quantity) uint64 {
+func (t *stripe) quantityHash(q resource.Quantity) uint64 {
 	return maphash.String(t.seed, string(q.Format)) ^ math.Float64bits(q.AsApproximateFloat64())
 }
 
@@ -134,7 +134,7 @@ func equalMapValues(a, b reflect.Value, quantity bool) bool {
 // canonMapBy returns the map held under id if equal says it has m's
 // content (moving it to the current generation), otherwise m, which
 // becomes the held one unless another map holds id in this generation.
-func (t *Table) canonMapBy(id mapID, m any, equal func(held any) bool) any {
+func (t *stripe) canonMapBy(id mapID, m any, equal func(held any) bool) any {
 	if c, ok := t.curMaps[id]; ok {
 		if equal(c) {
 			return c

@@ -9,10 +9,9 @@ import (
 // MinSpan is the fewest objects a generation of a Table spans.
 const MinSpan = 1024
 
-// Table holds the canonical copy of each value its Reflector's objects
-// had, for ShareStrings, and of each shareable map, for ShareMaps. It is
-// one Reflector's own: its memory goes with the Reflector, and no other
-// Reflector's lookups contend with its own.
+// stripe is one of a Table's stripes: the canonical copy of each value
+// the objects shared through it had, for ShareStrings, and of each
+// shareable map, for ShareMaps.
 //
 // Bounded by generations: the values met while walking the current span
 // objects are in cur, those of the span objects before in prev; once cur
@@ -25,11 +24,9 @@ const MinSpan = 1024
 // distinct values of 2×span objects: it follows the size of the cache,
 // not the history of churn through it.
 //
-// Concurrency: every method takes mu, so a Table is safe for concurrent
-// use. A Reflector walks objects from its LIST's goroutine and from its
-// loop goroutine, one after the other; mu makes that safe even should an
-// abandoned LIST still be walking.
-type Table struct {
+// Concurrency: an object is shared under mu, held by the caller of
+// shareLocked; size takes it.
+type stripe struct {
 	mu sync.Mutex
 	// cur and prev map each value to its canonical copy; curBoxes and
 	// prevBoxes map unstructured values (strings and numbers in an
@@ -47,29 +44,15 @@ type Table struct {
 	seed          maphash.Seed
 }
 
-// NewTable returns a table that shares strings and byte slices if
-// strings is set, and shareable maps if maps is. Maps must not be shared
-// for objects that something may still change in place (a store's
-// transform): the change would reach every object sharing the map.
-func NewTable(strings, maps bool) *Table {
-	return &Table{
+func newStripe(strings, maps bool, seed maphash.Seed) *stripe {
+	return &stripe{
 		cur: map[string]string{}, curBoxes: map[any]any{}, curMaps: map[mapID]any{},
-		span: MinSpan, strings: strings, maps: maps, seed: maphash.MakeSeed(),
+		span: MinSpan, strings: strings, maps: maps, seed: seed,
 	}
 }
 
-// SharesStrings says whether t shares strings and byte slices.
-func (t *Table) SharesStrings() bool { return t.strings }
-
-// SharesMaps says whether t shares whole maps.
-func (t *Table) SharesMaps() bool { return t.maps }
-
-// Share replaces obj's values, in place, by their canonical copies (see
-// shareObjectIn). obj must not be read by anyone else meanwhile, nor
-// written to afterwards: its values may be shared with other objects.
-func (t *Table) Share(obj any) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// shareLocked shares obj's values through t, whose lock the caller holds.
+func (t *stripe) shareLocked(obj any) {
 	if t.walked >= t.span {
 		t.rotate()
 	}
@@ -77,16 +60,8 @@ func (t *Table) Share(obj any) {
 	shareObjectIn(t, obj)
 }
 
-// Synced is told that a sync of items objects completed: a generation
-// spans at least that many objects from now on.
-func (t *Table) Synced(items int) {
-	t.mu.Lock()
-	t.span = max(MinSpan, items)
-	t.mu.Unlock()
-}
-
 // rotate starts a generation.
-func (t *Table) rotate() {
+func (t *stripe) rotate() {
 	t.prev, t.prevBoxes = t.cur, t.curBoxes
 	t.cur = make(map[string]string, len(t.prev))
 	t.curBoxes = make(map[any]any, len(t.prevBoxes))
@@ -97,7 +72,7 @@ func (t *Table) rotate() {
 // canon returns the canonical copy of s, a non-empty string. A new value
 // is copied, so the table never keeps alive memory that s might share
 // with something larger (a decoder's buffer).
-func (t *Table) canon(s string) string {
+func (t *stripe) canon(s string) string {
 	if c, ok := t.cur[s]; ok {
 		return c
 	}
@@ -111,7 +86,7 @@ func (t *Table) canon(s string) string {
 
 // box returns the canonical box of v, a non-empty string, an int64 or a
 // float64 held in an interface.
-func (t *Table) box(v any) any {
+func (t *stripe) box(v any) any {
 	if c, ok := t.curBoxes[v]; ok {
 		return c
 	}
@@ -127,17 +102,10 @@ func (t *Table) box(v any) any {
 	return c
 }
 
-// Size is the number of values and maps the table holds, both
+// size is the number of values and maps the stripe holds, both
 // generations.
-func (t *Table) Size() int {
+func (t *stripe) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.cur) + len(t.prev) + len(t.curBoxes) + len(t.prevBoxes) + len(t.curMaps) + len(t.prevMaps)
-}
-
-// Walked is the number of objects shared in the current generation.
-func (t *Table) Walked() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.walked
 }

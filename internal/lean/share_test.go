@@ -75,7 +75,7 @@ func TestShareSharesEqualValues(t *testing.T) {
 		t.Error("the Pods' names are one string")
 	}
 	for _, own := range []string{a.Name, string(a.UID), a.Status.ContainerStatuses[0].ContainerID} {
-		if _, held := tab.cur[own]; held || own == "" {
+		if _, held := tab.stripes[0].cur[own]; held || own == "" {
 			t.Errorf("a Pod's own value %q is in the table", own)
 		}
 	}
@@ -186,8 +186,8 @@ func TestShareTableGenerations(t *testing.T) {
 		t.Errorf("the table holds %d values and maps, more than two generations' %d", n, bound)
 	}
 	tab.Synced(5 * MinSpan)
-	if tab.span != 5*MinSpan {
-		t.Errorf("a sync of %d objects left the span at %d", 5*MinSpan, tab.span)
+	if tab.stripes[0].span != 5*MinSpan {
+		t.Errorf("a sync of %d objects left the span at %d", 5*MinSpan, tab.stripes[0].span)
 	}
 }
 
