@@ -40,17 +40,23 @@ func (h Health) String() string {
 // fares: the LISTs, WatchLists, watches opened and ended (each summed over
 // causes), the watch events (summed over types) and those dropped, the
 // objects listed and in the last sync, the resourceVersion reached, and
-// how long ago the last event came ("never" if none). For example:
+// how long ago the last event came ("never" if none), then the store's
+// refusals and the indexer's failures if there were any. For example:
 //
 //	lists=1 watchLists=0 watches=3 watchEnds=2 events=120 dropped=0 listed=50 lastList=50 rv="1234" lastEvent=1.5s ago
+//	lists=4 watchLists=0 watches=3 watchEnds=3 events=120 dropped=0 listed=200 lastList=50 rv="1290" lastEvent=2s ago storeRefusals=1 indexerFailures=2
 func (s Stats) String() string {
 	last := "never"
 	if !s.LastEvent.IsZero() {
 		last = s.SinceLastEvent.Round(time.Millisecond).String() + " ago"
 	}
-	return fmt.Sprintf("lists=%d watchLists=%d watches=%d watchEnds=%d events=%d dropped=%d listed=%d lastList=%d rv=%q lastEvent=%s",
+	line := fmt.Sprintf("lists=%d watchLists=%d watches=%d watchEnds=%d events=%d dropped=%d listed=%d lastList=%d rv=%q lastEvent=%s",
 		sum(s.Lists), sum(s.WatchLists), s.WatchesOpened, sum(s.WatchEnds), sum(s.Events), s.Events[EventDropped],
 		s.ItemsListed, s.LastListItems, s.LastResourceVersion, last)
+	if s.StoreRefusals > 0 || s.IndexerFailures > 0 {
+		line += fmt.Sprintf(" storeRefusals=%d indexerFailures=%d", s.StoreRefusals, s.IndexerFailures)
+	}
+	return line
 }
 
 // sum adds up the counts of m.

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,16 @@ func TestStatsString(t *testing.T) {
 	want := `lists=3 watchLists=1 watches=4 watchEnds=3 events=123 dropped=3 listed=150 lastList=50 rv="1234" lastEvent=1.5s ago`
 	if got := fmtV(s); got != want {
 		t.Errorf("%%v = %q, want %q", got, want)
+	}
+	s.IndexerFailures = 2
+	want += ` storeRefusals=0 indexerFailures=2`
+	if got := fmtV(s); got != want {
+		t.Errorf("with indexer failures, %%v = %q, want %q", got, want)
+	}
+	s.StoreRefusals, s.IndexerFailures = 1, 0
+	want = strings.Replace(want, "storeRefusals=0 indexerFailures=2", "storeRefusals=1 indexerFailures=0", 1)
+	if got := fmtV(s); got != want {
+		t.Errorf("with store refusals, %%v = %q, want %q", got, want)
 	}
 }
 
