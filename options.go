@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -60,10 +61,13 @@ type ReflectorOptions struct {
 	// positive arms no timer.
 	Backoff *wait.Backoff
 
-	// UseWatchList selects WatchList streaming for the initial state: nil or
-	// true uses it (falling back to LIST when the server refuses), false
-	// always LISTs. A ListerWatcher reporting IsWatchListSemanticsUnSupported
-	// (client-go's fake clientsets) always LISTs.
+	// UseWatchList selects WatchList streaming for the initial state: true
+	// uses it (falling back to LIST when the server refuses), false always
+	// LISTs, and nil follows client-go's WatchListClient feature gate, as
+	// client-go's Reflector does (on by default; KUBE_FEATURE_WatchListClient=false
+	// or features.ReplaceFeatureGates turns it off). A ListerWatcher
+	// reporting IsWatchListSemanticsUnSupported (client-go's fake
+	// clientsets) always LISTs.
 	UseWatchList *bool
 	// WatchErrorHandler replaces DefaultWatchErrorHandler.
 	WatchErrorHandler WatchErrorHandlerWithContext
@@ -318,4 +322,14 @@ func expectedGVKOf(expectedType interface{}) *schema.GroupVersionKind {
 		return nil
 	}
 	return &gvk
+}
+
+// watchList is whether the Reflector starts with WatchList: UseWatchList
+// if set, else client-go's WatchListClient gate, read at construction as
+// client-go's Reflector reads it.
+func (o ReflectorOptions) watchList() bool {
+	if o.UseWatchList != nil {
+		return *o.UseWatchList
+	}
+	return clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient)
 }

@@ -180,7 +180,7 @@ func NewReflectorWithOptions(lw ListerWatcher, expectedType interface{}, store R
 		quietAfter:      o.QuietCheckAfter,
 		quietTimeout:    o.QuietCheckTimeout,
 		server: serverFacts{
-			watchList:       (o.UseWatchList == nil || *o.UseWatchList) && !watchListUnsupported(lw),
+			watchList:       o.watchList() && !watchListUnsupported(lw),
 			watchListMemory: o.WatchListRefusalMemory,
 		},
 		watchErrorHandler: o.WatchErrorHandler,

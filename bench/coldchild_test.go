@@ -239,9 +239,9 @@ func startColdSync(cfg coldChildConfig, cs kubernetes.Interface) (*coldSync, err
 }
 
 // configureOurs sets the lean options, and turns WatchList off in the
-// LIST modes: client-go's informer is told so by its WatchListClient
-// feature gate (KUBE_FEATURE_WatchListClient=false, set by the parent),
-// which our Reflector does not read.
+// LIST modes: both informers read client-go's WatchListClient feature
+// gate (KUBE_FEATURE_WatchListClient=false, set by the parent); ours is
+// told so explicitly too, so the cell does not rest on the gate alone.
 func configureOurs(inf clientgocache.SharedIndexInformer, cfg coldChildConfig) error {
 	var o cache.ReflectorOptions
 	set := false
