@@ -47,13 +47,14 @@ type Options struct {
 	// Item, if set, is called with each item right after it is decoded,
 	// on the goroutine that decoded it (a worker, or the calling goroutine):
 	// it must be safe for concurrent use. It may change the item (e.g.
-	// share its strings) but not keep it: Decode copies the item into the
-	// list's Items after Item returns. Unstructured items get the list's
+	// share its strings) but not keep it: the item is an element of the
+	// storage that becomes, or is copied into, the list's Items. Unstructured items get the list's
 	// kind and apiVersion (when they have neither) only after that.
 	Item func(runtime.Object)
 	// Expect, if > 0, is how many items the list is expected to hold at
 	// most (a page's limit): the items are decoded into one slice of that
-	// length, which becomes Items with no copy when they all fit in it.
+	// length, which becomes Items with no copy when they fill at least
+	// half of it.
 	// Above maxExpect it is taken as maxExpect.
 	Expect int
 }

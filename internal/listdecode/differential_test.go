@@ -139,15 +139,15 @@ func TestMetadata(t *testing.T) {
 	t.Run("a PodList", func(t *testing.T) { compare(t, tgt, ctJSON, jsonOf(t, podList(3))) })
 }
 
-// TestExpectedItemsAreNotCopied: a page whose items fit in Options.Expect
-// becomes Items as decoded (its capacity tells: Expect, not the count);
-// one with more items than expected is assembled as without Expect. Both
-// are client-go's list.
+// TestExpectedItemsAreNotCopied: a page whose items fill at least half
+// of Options.Expect becomes Items as decoded (its capacity tells: Expect,
+// not the count); one with fewer (a short last page) or more items than
+// expected is assembled as without Expect. All are client-go's list.
 func TestExpectedItemsAreNotCopied(t *testing.T) {
 	list := podList(40)
 	for ct, body := range map[string][]byte{ctJSON: jsonOf(t, list), ctProtobuf: protobufOf(t, list, scheme.Scheme)} {
 		want, wantErr := clientGo(t, Target{Typed: &corev1.PodList{}}, ct, body)
-		for _, c := range []struct{ expect, capacity int }{{40, 40}, {500, 500}, {7, 40}, {maxExpect + 1, maxExpect}} {
+		for _, c := range []struct{ expect, capacity int }{{40, 40}, {80, 80}, {81, 40}, {500, 40}, {7, 40}, {maxExpect + 1, 40}} {
 			for _, workers := range []int{1, 2} {
 				got, err := Decode(context.Background(), bytes.NewReader(body), Target{Typed: &corev1.PodList{}}, Options{Workers: workers, Expect: c.expect})
 				same(t, fmt.Sprintf("%s, Expect %d, workers %d", ct, c.expect, workers), got, err, want, wantErr)

@@ -39,7 +39,9 @@ func startPipeline(w *watcher, st *streams, workers int) {
 }
 
 // newPipeline is the pipeline of workers workers, none started. At most
-// 2*workers*maxBatch frames are cut and not yet delivered.
+// 2*workers batches are cut and not yet delivered: 2*workers*maxBatch
+// frames, each batch its first frame and frames already read behind it in
+// the same buffer.
 func newPipeline(w *watcher, st *streams, workers int) *pipeline {
 	pool := newChunks(2*workers + 2)
 	p := &pipeline{
@@ -47,7 +49,7 @@ func newPipeline(w *watcher, st *streams, workers int) *pipeline {
 		r:       reader{body: w.body, d: w.d, pool: pool},
 		pool:    pool,
 		readTok: make(chan struct{}, 1),
-		window:  make(chan struct{}, 2*workers*maxBatch),
+		window:  make(chan struct{}, 2*workers),
 	}
 	if st != nil {
 		p.r.use(st)
@@ -67,6 +69,9 @@ func (p *pipeline) work() {
 			return
 		}
 		for _, j := range batch {
+			if p.isDone() {
+				return // stopped, or the stream taken over: what is left is not ours
+			}
 			if !j.last {
 				if fd == nil {
 					fd = newFrameDecoder(j.st)
@@ -83,16 +88,17 @@ func (p *pipeline) work() {
 }
 
 // maxBatch is the most frames a worker cuts at once: the first as soon
-// as it is whole, then those already read whole behind it, while the
-// window has room. Fewer turns at the reader mean fewer goroutines woken
-// per frame.
+// as it is whole, then those already read whole behind it in the same
+// buffer. Fewer turns at the reader mean fewer goroutines woken per
+// frame.
 const maxBatch = 16
 
 // take waits for room in the window and for the reader's token, cuts the
 // next frame (or the last job), and up to maxBatch-1 frames already read
-// behind it, and appends them to the list; batch is reused. It returns
-// nil once the watcher is stopped, the reader is over, or a worker has
-// taken the stream over (what it cut is then left to that worker).
+// behind it, and appends them to the list; the batch's last job holds its place in the window. batch is
+// reused. It returns nil once the watcher is stopped, the reader is over,
+// or a worker has taken the stream over (what it cut is then left to that
+// worker).
 func (p *pipeline) take(batch []*job) []*job {
 	select {
 	case p.window <- struct{}{}:
@@ -109,25 +115,15 @@ func (p *pipeline) take(batch []*job) []*job {
 		return nil
 	}
 	batch = append(batch[:0], p.r.cut())
-	for len(batch) < maxBatch && !batch[0].last && p.room() {
+	for len(batch) < maxBatch && !batch[0].last {
 		j := p.r.frame()
 		if j == nil {
-			<-p.window
 			break
 		}
 		batch = append(batch, j)
 	}
+	batch[len(batch)-1].holdsPlace = true
 	return p.link(batch)
-}
-
-// room takes a place in the window if one is free.
-func (p *pipeline) room() bool {
-	select {
-	case p.window <- struct{}{}:
-		return true
-	default:
-		return false
-	}
 }
 
 // link appends batch to the list; nil if a worker has taken the stream
@@ -188,7 +184,9 @@ func (p *pipeline) deliver() bool {
 		}
 		p.mu.Unlock()
 		p.pool.release(j.chunk)
-		<-p.window
+		if j.holdsPlace {
+			<-p.window
+		}
 		if !p.w.send(j.ev) {
 			return false
 		}
@@ -200,6 +198,17 @@ func (p *pipeline) deliver() bool {
 func (p *pipeline) takeOver(j *job) {
 	defer p.w.shut()
 	p.w.decodeAll(j.st, &listReader{p: p, j: j, cur: j.raw})
+}
+
+// isDone says whether the watcher was stopped or a worker has taken the
+// stream over: a worker then decodes nothing more of its batch.
+func (p *pipeline) isDone() bool {
+	select {
+	case <-p.w.done:
+		return true
+	default:
+		return p.isHalted()
+	}
 }
 
 func (p *pipeline) isHalted() bool {

@@ -3,6 +3,7 @@ package watchdecode
 import (
 	"bytes"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,15 +97,26 @@ func (f *protoFast) decode(frame []byte) (ev watch.Event, learn *typeKey, ok boo
 }
 
 // learnType records the type of obj, the chain's object of key, if it is
-// one decode can make.
+// one decode can make: a generated type of Kubernetes' own API packages,
+// whose Unmarshal copies every string and byte slice out of its input.
+// decode hands Unmarshal the reader's buffer, reused once the frame is
+// delivered, where the chain hands it a copy; a type of any other package
+// (an aggregated API's, hand-written or generated otherwise) might keep a
+// slice of its input, so it stays with the chain.
 func (f *protoFast) learnType(key typeKey, obj runtime.Object) {
 	t := reflect.TypeOf(obj)
-	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || !copiesItsInput(t.Elem().PkgPath()) {
 		return
 	}
 	if _, ok := obj.(protoUnmarshaler); ok {
 		f.types[key] = t
 	}
+}
+
+// copiesItsInput says whether pkg is one of the packages whose generated
+// Unmarshal keeps nothing of its input (checked for client-go 0.37's).
+func copiesItsInput(pkg string) bool {
+	return strings.HasPrefix(pkg, "k8s.io/api/") || strings.HasPrefix(pkg, "k8s.io/apimachinery/pkg/apis/")
 }
 
 // validEventType is rest/watch's Decoder's check of an event's type.

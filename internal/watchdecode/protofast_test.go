@@ -177,3 +177,24 @@ func FuzzProtoFast(f *testing.F) {
 		}
 	})
 }
+
+// TestProtoFastLearnsOnlyKubernetesTypes: a type of another package than
+// Kubernetes' API packages is left to the chain, which copies the bytes
+// its Unmarshal reads.
+func TestProtoFastLearnsOnlyKubernetesTypes(t *testing.T) {
+	f := newProtoFast(typed.protobuf)
+	f.learnType(typeKey{"v1", "Pod"}, &corev1.Pod{})
+	f.learnType(typeKey{"example.com/v1", "Widget"}, &widget{})
+	if _, ok := f.types[typeKey{"v1", "Pod"}]; !ok {
+		t.Error("a Pod's type was not learned")
+	}
+	if _, ok := f.types[typeKey{"example.com/v1", "Widget"}]; ok {
+		t.Error("a type of another package was learned")
+	}
+}
+
+// widget is a protobuf-decodable object of a package other than
+// Kubernetes' own.
+type widget struct{ corev1.Pod }
+
+func (w *widget) Unmarshal(b []byte) error { return w.Pod.Unmarshal(b) }

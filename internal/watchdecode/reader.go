@@ -20,6 +20,10 @@ type job struct {
 	last    bool  // raw is all the reader read and did not cut
 	readErr error // last: the body's error, nil if the rest is still to read
 
+	// holdsPlace: the last job of its batch, which holds the batch's
+	// place in the window until delivered.
+	holdsPlace bool
+
 	done bool // decoded (guarded by pipeline.mu, as next is)
 	next *job // the next frame in stream order
 }

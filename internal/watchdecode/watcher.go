@@ -112,8 +112,14 @@ func (w *watcher) closeResult() {
 	close(w.exited)
 }
 
-// send delivers ev; false if the watcher was stopped first.
+// send delivers ev; false if the watcher was stopped first (a stopped
+// watcher puts nothing more in the result channel's buffer).
 func (w *watcher) send(ev watch.Event) bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+	}
 	select {
 	case w.result <- ev:
 		return true
