@@ -27,7 +27,7 @@ func TestUseWatchListFollowsClientGoGate(t *testing.T) {
 	}
 	for _, c := range cases {
 		if c.gateOn {
-			clientgofeatures.ReplaceFeatureGates(base)
+			clientgofeatures.ReplaceFeatureGates(gatesWith{base: base, on: clientgofeatures.WatchListClient})
 		} else {
 			clientgofeatures.ReplaceFeatureGates(gatesWithout{base: base, off: clientgofeatures.WatchListClient})
 		}
@@ -36,4 +36,15 @@ func TestUseWatchListFollowsClientGoGate(t *testing.T) {
 			t.Errorf("gate on %v, UseWatchList %v: WatchList %v, want %v", c.gateOn, c.use, r.server.watchList, c.want)
 		}
 	}
+}
+
+// gatesWith is base with one feature turned on, whatever the environment
+// (KUBE_FEATURE_…) says.
+type gatesWith struct {
+	base clientgofeatures.Gates
+	on   clientgofeatures.Feature
+}
+
+func (g gatesWith) Enabled(f clientgofeatures.Feature) bool {
+	return f == g.on || g.base.Enabled(f)
 }

@@ -13,10 +13,11 @@ const MinSpan = 1024
 // the objects shared through it had, for ShareStrings, and of each
 // shareable map, for ShareMaps.
 //
-// Bounded by generations: the values met while walking the current span
-// objects are in cur, those of the span objects before in prev; once cur
-// has spanned its objects it becomes prev and the older generation is
-// dropped. A value met again moves to cur, so what the live objects keep
+// Bounded by generations, which the Table counts for all its stripes:
+// the values met while the Table walks its current span objects are in
+// cur, those of the span objects before in prev; once the Table has
+// walked span objects, every stripe's cur becomes its prev and the older
+// generation is dropped. A value met again moves to cur, so what the live objects keep
 // meeting stays; a value not met for two generations is forgotten (should
 // it come back, it gets a new canonical copy). span is at least the
 // number of objects of the latest sync (see Synced), so a relist meets
@@ -25,7 +26,7 @@ const MinSpan = 1024
 // not the history of churn through it.
 //
 // Concurrency: an object is shared under mu, held by the caller of
-// shareLocked; size takes it.
+// shareLocked, as is catchUp; size takes it.
 type stripe struct {
 	mu sync.Mutex
 	// cur and prev map each value to its canonical copy; curBoxes and
@@ -36,8 +37,8 @@ type stripe struct {
 	// curMaps and prevMaps map each shareable map's content to the map
 	// that stands for it (see share_maps.go).
 	curMaps, prevMaps map[mapID]any
-	// walked counts the objects walked in the current generation.
-	walked, span int
+	// gen is the Table's generation that cur holds.
+	gen int64
 	// strings and maps say what is shared: strings and byte slices
 	// (ShareStrings), whole maps (ShareMaps). Set at construction.
 	strings, maps bool
@@ -47,17 +48,24 @@ type stripe struct {
 func newStripe(strings, maps bool, seed maphash.Seed) *stripe {
 	return &stripe{
 		cur: map[string]string{}, curBoxes: map[any]any{}, curMaps: map[mapID]any{},
-		span: MinSpan, strings: strings, maps: maps, seed: seed,
+		strings: strings, maps: maps, seed: seed,
 	}
 }
 
-// shareLocked shares obj's values through t, whose lock the caller holds.
-func (t *stripe) shareLocked(obj any) {
-	if t.walked >= t.span {
+// shareLocked shares obj's values through t, whose lock the caller holds,
+// in the Table's generation gen.
+func (t *stripe) shareLocked(obj any, gen int64) {
+	t.catchUp(gen)
+	shareObjectIn(t, obj)
+}
+
+// catchUp brings t to the Table's generation gen: one generation on, cur
+// becomes prev; two or more, both are dropped.
+func (t *stripe) catchUp(gen int64) {
+	for i := t.gen; i < gen && i < t.gen+2; i++ {
 		t.rotate()
 	}
-	t.walked++
-	shareObjectIn(t, obj)
+	t.gen = max(t.gen, gen)
 }
 
 // rotate starts a generation.
@@ -66,7 +74,6 @@ func (t *stripe) rotate() {
 	t.cur = make(map[string]string, len(t.prev))
 	t.curBoxes = make(map[any]any, len(t.prevBoxes))
 	t.prevMaps, t.curMaps = t.curMaps, make(map[mapID]any, len(t.curMaps))
-	t.walked = 0
 }
 
 // canon returns the canonical copy of s, a non-empty string. A new value

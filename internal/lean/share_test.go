@@ -186,8 +186,8 @@ func TestShareTableGenerations(t *testing.T) {
 		t.Errorf("the table holds %d values and maps, more than two generations' %d", n, bound)
 	}
 	tab.Synced(5 * MinSpan)
-	if tab.stripes[0].span != 5*MinSpan {
-		t.Errorf("a sync of %d objects left the span at %d", 5*MinSpan, tab.stripes[0].span)
+	if tab.span.Load() != 5*MinSpan {
+		t.Errorf("a sync of %d objects left the span at %d", 5*MinSpan, tab.span.Load())
 	}
 }
 

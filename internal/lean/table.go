@@ -3,6 +3,8 @@ package lean
 import (
 	"hash/maphash"
 	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // MaxStripes bounds a Table's stripes: each holds its own canonical copy
@@ -29,6 +31,11 @@ const MaxStripes = 4
 type Table struct {
 	stripes       []*stripe
 	strings, maps bool
+	// walked counts the objects shared in the current generation, gen
+	// numbers it, and span is how many objects a generation spans;
+	// rotating (rare: once per span objects) takes rotating.
+	walked, gen, span atomic.Int64
+	rotating          sync.Mutex
 }
 
 // NewTable returns a table that shares strings and byte slices if
@@ -42,6 +49,7 @@ func NewTable(strings, maps bool) *Table {
 // newTable is a table of n stripes (at least one).
 func newTable(strings, maps bool, n int) *Table {
 	t := &Table{strings: strings, maps: maps}
+	t.span.Store(MinSpan)
 	seed := maphash.MakeSeed()
 	for range max(1, n) {
 		t.stripes = append(t.stripes, newStripe(strings, maps, seed))
@@ -59,9 +67,10 @@ func (t *Table) SharesMaps() bool { return t.maps }
 // shareObjectIn). obj must not be read by anyone else meanwhile, nor
 // written to afterwards: its values may be shared with other objects.
 func (t *Table) Share(obj any) {
+	gen := t.count()
 	for _, s := range t.stripes {
 		if s.mu.TryLock() {
-			s.shareLocked(obj)
+			s.shareLocked(obj, gen)
 			s.mu.Unlock()
 			return
 		}
@@ -69,17 +78,35 @@ func (t *Table) Share(obj any) {
 	s := t.stripes[0]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.shareLocked(obj)
+	s.shareLocked(obj, gen)
 }
 
-// Synced is told that a sync of items objects completed: a generation of
-// every stripe spans at least that many objects from now on.
-func (t *Table) Synced(items int) {
-	for _, s := range t.stripes {
-		s.mu.Lock()
-		s.span = max(MinSpan, items)
-		s.mu.Unlock()
+// count counts an object and returns its generation: once a generation
+// has spanned span objects, the next one starts, and every stripe is
+// brought to it at once, so a stripe seldom used (one that only took
+// objects while others were busy) forgets what it held as the others do.
+func (t *Table) count() int64 {
+	if t.walked.Add(1) <= t.span.Load() {
+		return t.gen.Load()
 	}
+	t.rotating.Lock()
+	defer t.rotating.Unlock()
+	if t.walked.Load() > t.span.Load() {
+		t.walked.Store(1)
+		gen := t.gen.Add(1)
+		for _, s := range t.stripes {
+			s.mu.Lock()
+			s.catchUp(gen)
+			s.mu.Unlock()
+		}
+	}
+	return t.gen.Load()
+}
+
+// Synced is told that a sync of items objects completed: a generation
+// spans at least that many objects from now on.
+func (t *Table) Synced(items int) {
+	t.span.Store(int64(max(MinSpan, items)))
 }
 
 // Size is the number of values and maps the table holds, both
@@ -92,13 +119,5 @@ func (t *Table) Size() int {
 	return n
 }
 
-// Walked is the number of objects shared in the current generations.
-func (t *Table) Walked() int {
-	n := 0
-	for _, s := range t.stripes {
-		s.mu.Lock()
-		n += s.walked
-		s.mu.Unlock()
-	}
-	return n
-}
+// Walked is the number of objects shared in the current generation.
+func (t *Table) Walked() int { return int(t.walked.Load()) }

@@ -1,6 +1,7 @@
 package lean
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ func TestABusyStripeIsPassedBy(t *testing.T) {
 	tab := newTable(true, false, 2)
 	first := &labelled{App: strings.Clone("web"), Own: strings.Clone("a")}
 	tab.Share(first)
-	if tab.stripes[0].walked != 1 || tab.stripes[1].walked != 0 {
-		t.Fatalf("one sharer at a time used stripes %d/%d, want the first only", tab.stripes[0].walked, tab.stripes[1].walked)
+	if _, held := tab.stripes[1].cur["web"]; held || len(tab.stripes[1].cur) != 0 {
+		t.Fatal("one sharer at a time used the second stripe")
 	}
 	tab.stripes[0].mu.Lock()
 	done := make(chan *labelled)
@@ -39,13 +40,29 @@ func TestABusyStripeIsPassedBy(t *testing.T) {
 	}
 }
 
-// TestEveryStripeFollowsTheSync: Synced sets every stripe's span.
-func TestEveryStripeFollowsTheSync(t *testing.T) {
-	tab := newTable(true, false, 3)
+// TestStripesForgetTogether: a stripe that took an object while the
+// first was busy, and none since, forgets its values with the others,
+// once two generations have passed.
+func TestStripesForgetTogether(t *testing.T) {
+	tab := newTable(true, false, 2)
+	tab.stripes[0].mu.Lock()
+	tab.Share(&labelled{App: strings.Clone("web"), Own: strings.Clone("once")})
+	tab.stripes[0].mu.Unlock()
+	if _, held := tab.stripes[1].cur["once"]; !held {
+		t.Fatal("the object did not go through the second stripe")
+	}
+	for i := range 2*MinSpan + 1 {
+		tab.Share(&labelled{App: strings.Clone("web"), Own: strings.Clone(fmt.Sprint("own-", i))})
+	}
+	s := tab.stripes[1]
+	if _, held := s.cur["once"]; held {
+		t.Fatal("the second stripe still holds the value in its current generation")
+	}
+	if _, held := s.prev["once"]; held {
+		t.Fatal("the second stripe still holds the value two generations on")
+	}
 	tab.Synced(7 * MinSpan)
-	for i, s := range tab.stripes {
-		if s.span != 7*MinSpan {
-			t.Fatalf("stripe %d spans %d, want %d", i, s.span, 7*MinSpan)
-		}
+	if got := tab.span.Load(); got != 7*MinSpan {
+		t.Fatalf("a sync of %d objects left the span at %d", 7*MinSpan, got)
 	}
 }
