@@ -86,6 +86,7 @@ func Decode(ctx context.Context, body io.Reader, t Target, o Options) (runtime.O
 	}
 	in := newInput(body)
 	d := &decoding{ctx: ctx, p: p, o: o, in: in, media: sniff(in)}
+	in.beforeRead = d.flushItems
 	switch {
 	case d.media == mediaJSON && in.pos < len(in.buf) && in.buf[in.pos] == '{':
 		return d.json()
@@ -180,6 +181,15 @@ func (d *decoding) protobuf() (runtime.Object, error) {
 		return d.wholeBody(append(append([]byte(nil), protobufMagic...), s.before...))
 	}
 	return d.finish(err, s.envelope(), s.itemFirst)
+}
+
+// flushItems hands the items split off so far to the workers, before the
+// body is read again (a read may wait for the server). A failure is ctx's
+// end, which the split meets at its next item.
+func (d *decoding) flushItems() {
+	if d.sink != nil {
+		d.sink.flush()
+	}
 }
 
 // earlyMeta calls Meta with the list's metadata, if it is known before

@@ -26,6 +26,9 @@ type input struct {
 	pos  int
 	mark int
 	err  error // io.EOF, or the read error (wrapped) that ended the body
+	// beforeRead, if set, is called before each read of the body, which
+	// may block: the items already split off go to the workers then.
+	beforeRead func()
 }
 
 func newInput(r io.Reader) *input {
@@ -52,6 +55,9 @@ func (in *input) more() bool {
 		if in.mark >= 0 {
 			in.mark = 0
 		}
+	}
+	if in.beforeRead != nil {
+		in.beforeRead()
 	}
 	for {
 		n, err := in.r.Read(in.buf[len(in.buf):cap(in.buf)])
