@@ -153,10 +153,24 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 // stream sends the request of opts and returns its body, trying again a
 // second after a transport failure, as Request.Do does for a GET.
 func (r REST) stream(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	body, _, err := streamRetrying(ctx, func() *restclient.Request { return r.Request(opts) })
+	return body, err
+}
+
+// streamRetrying sends the request req makes and returns its body; a
+// transport failure before any response is tried again a second later, up
+// to maxTransportRetries times, as Request.Do and Request.Watch try a GET
+// again. exhausted says the last try failed so (err is its error).
+func streamRetrying(ctx context.Context, req func() *restclient.Request) (body io.ReadCloser, exhausted bool, err error) {
 	for attempt := 1; ; attempt++ {
-		body, err := r.Request(opts).Stream(ctx)
-		if err == nil || attempt > maxTransportRetries || !retryableTransport(err) || !retryTransport(ctx) {
-			return body, err
+		body, err := req().Stream(ctx)
+		switch {
+		case err == nil || !retryableTransport(err):
+			return body, false, err
+		case attempt > maxTransportRetries:
+			return nil, true, err
+		case !retryTransport(ctx):
+			return nil, false, err
 		}
 	}
 }

@@ -24,20 +24,15 @@ import (
 func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *watchdecode.Decoders) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 	return func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.Watch = true
-		for attempt := 1; ; attempt++ {
-			body, err := request(opts).Stream(ctx)
-			switch {
-			case err == nil:
-				item := listhint.From(ctx).WatchItem()
-				return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item}), nil
-			case !retryableTransport(err):
-				return nil, err
-			case attempt > maxTransportRetries:
-				return watch.NewEmptyWatch(), nil
-			case !retryTransport(ctx):
-				return nil, err
-			}
+		body, exhausted, err := streamRetrying(ctx, func() *restclient.Request { return request(opts) })
+		switch {
+		case exhausted:
+			return watch.NewEmptyWatch(), nil
+		case err != nil:
+			return nil, err
 		}
+		item := listhint.From(ctx).WatchItem()
+		return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item}), nil
 	}
 }
 
