@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -234,26 +231,10 @@ func coldEstimate(set coldSettings, cells []coldCell) time.Duration {
 // runColdChildProcess runs this test binary again as one child process.
 func runColdChildProcess(cfg coldChildConfig) (*coldResult, error) {
 	spec, _ := json.Marshal(cfg)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestColdChild$", "-test.count=1", "-test.timeout=1h", "-test.v")
-	cmd.Env = append(os.Environ(),
+	return runChildProcess[coldResult]("coldstart", "TestColdChild", coldResultPrefix, spec,
 		coldChildEnv+"="+string(spec),
 		"GOMAXPROCS="+strconv.Itoa(cfg.Procs),
 		"KUBE_FEATURE_WatchListClient="+strconv.FormatBool(cfg.Mode == "watchlist"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("coldstart child %s: %w\n%s", spec, err, out.String())
-	}
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), coldResultPrefix); ok {
-			var res coldResult
-			err := json.Unmarshal([]byte(line), &res)
-			return &res, err
-		}
-	}
-	return nil, fmt.Errorf("coldstart child %s printed no result:\n%s", spec, out.String())
 }
 
 // checkCold says how res's work differs from what its cell should do:

@@ -1,16 +1,12 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -160,23 +156,7 @@ func writeAllMemPages(dir string, sizes []int) error {
 // runMemChildProcess runs this test binary again as one child process.
 func runMemChildProcess(cfg memChildConfig) (*memResult, error) {
 	spec, _ := json.Marshal(cfg)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMemChild$", "-test.count=1", "-test.timeout=1h", "-test.v")
-	cmd.Env = append(os.Environ(), memChildEnv+"="+string(spec))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("membench child %s: %w\n%s", spec, err, out.String())
-	}
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), memResultPrefix); ok {
-			var res memResult
-			err := json.Unmarshal([]byte(line), &res)
-			return &res, err
-		}
-	}
-	return nil, fmt.Errorf("membench child %s printed no result:\n%s", spec, out.String())
+	return runChildProcess[memResult]("membench", "TestMemChild", memResultPrefix, spec, memChildEnv+"="+string(spec))
 }
 
 // cmpEnv is the environment variable name, or def if unset or empty.
