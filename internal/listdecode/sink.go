@@ -43,18 +43,20 @@ const jobBatch = 16
 // decode into the element a job names and record their errors (errs has
 // its own lock). close joins every worker it started.
 type sink struct {
-	ctx     context.Context
-	dec     func(data []byte, dst reflect.Value) error
-	item    func(runtime.Object)
-	itemsT  reflect.Type
-	chunks  []reflect.Value
-	first   int // the first chunk's size
-	n       int // items handed in
-	workers int
-	pending []job // the batch being filled
-	jobs    chan []job
-	wg      sync.WaitGroup
-	errs    *itemErrors
+	ctx    context.Context
+	dec    func(data []byte, dst reflect.Value) error
+	item   func(runtime.Object)
+	itemsT reflect.Type
+	chunks []reflect.Value
+	first  int // the first chunk's size
+	// lastStart is the index of the last chunk's first item.
+	lastStart int
+	n         int // items handed in
+	workers   int
+	pending   []job // the batch being filled
+	jobs      chan []job
+	wg        sync.WaitGroup
+	errs      *itemErrors
 }
 
 func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
@@ -77,19 +79,18 @@ func firstChunkOf(expect int) int {
 	return min(expect, maxExpect)
 }
 
-// slot is the storage of item i (i == s.n), in a new chunk if need be.
+// slot is the storage of item i (i == s.n), in a new chunk if the last
+// one is full.
 func (s *sink) slot(i int) reflect.Value {
-	size, start := s.first, 0
-	for c := 0; ; c++ {
-		if c == len(s.chunks) {
-			s.chunks = append(s.chunks, reflect.MakeSlice(s.itemsT, size, size))
+	if len(s.chunks) == 0 || i == s.lastStart+s.chunks[len(s.chunks)-1].Len() {
+		size := s.first
+		if n := len(s.chunks); n > 0 {
+			s.lastStart = i
+			size = min(2*s.chunks[n-1].Len(), max(maxChunk, s.first))
 		}
-		if i < start+size {
-			return s.chunks[c].Index(i - start)
-		}
-		start += size
-		size = min(2*size, max(maxChunk, s.first))
+		s.chunks = append(s.chunks, reflect.MakeSlice(s.itemsT, size, size))
 	}
+	return s.chunks[len(s.chunks)-1].Index(i - s.lastStart)
 }
 
 // add hands in the next item's bytes; a full batch goes to the workers.

@@ -95,10 +95,10 @@ const maxBatch = 16
 
 // take waits for room in the window and for the reader's token, cuts the
 // next frame (or the last job), and up to maxBatch-1 frames already read
-// behind it, and appends them to the list; the batch's last job holds its place in the window. batch is
-// reused. It returns nil once the watcher is stopped, the reader is over,
-// or a worker has taken the stream over (what it cut is then left to that
-// worker).
+// behind it, and appends them to the list; the batch's last job holds its
+// place in the window. batch is reused. It returns nil once the watcher is
+// stopped, the reader is over, or a worker has taken the stream over (what
+// it cut is then left to that worker).
 func (p *pipeline) take(batch []*job) []*job {
 	select {
 	case p.window <- struct{}{}:
