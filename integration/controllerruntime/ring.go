@@ -3,7 +3,9 @@ package controllerruntime
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,20 +39,41 @@ import (
 // the ring's last error (apierrors.IsForbidden works on it). A ring that
 // is ready and waits for other members to release buckets is left to it.
 // If the manager is still waiting for its caches then (an informer made
-// before Start waits for the ring), returning would not end it: the error
-// is logged instead, and the ring goes on trying.
+// before Start waits for the ring), returning would not end it
+// (controller-runtime waits for its caches with no timeout, heeding no
+// context): the error is logged instead, the ring goes on trying, and the
+// manager's liveness check fails with that error until the ring forms.
+//
+// AddRing adds two checks to the manager's probes, both named "ring-"
+// and the replica's Lease name (see Ring.LeaseName):
+//   - a readiness check (/readyz) that fails, with the ring's status,
+//     while this replica has not cached its share or is fenced, so that a
+//     rolling update waits for a new replica to join before it stops the
+//     next old one;
+//   - a liveness check (/healthz) that fails with the error above from the
+//     moment it is logged until the ring forms, so that the kubelet
+//     restarts a replica that would otherwise wait forever (kubebuilder's
+//     scaffold probes /healthz), as the manager's end would.
 func AddRing(mgr manager.Manager, r *ring.Ring) error {
 	c := &cachesStarted{ch: make(chan struct{})}
 	if err := mgr.Add(c); err != nil {
 		return err
 	}
-	return mgr.Add(&ringWithCaches{
+	rc := &ringWithCaches{
 		Ring:          r,
 		cache:         mgr.GetCache(),
 		giveUp:        giveUpAfter(mgr.GetControllerOptions().CacheSyncTimeout),
 		cachesStarted: c.ch,
 		log:           mgr.GetLogger().WithName("ring"),
-	})
+	}
+	name := "ring-" + r.LeaseName()
+	if err := mgr.AddReadyzCheck(name, rc.joined); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck(name, rc.alive); err != nil {
+		return err
+	}
+	return mgr.Add(rc)
 }
 
 // giveUpAfter is how long AddRing's runnable gives a ring to become ready,
@@ -73,6 +96,27 @@ type ringWithCaches struct {
 	// gone on to its other runnables.
 	cachesStarted <-chan struct{}
 	log           logr.Logger
+	// stuck is the error check logged while the manager waited for its
+	// caches, until the ring forms; nil otherwise.
+	stuck atomic.Pointer[error]
+}
+
+// joined is the readiness check: nil once this replica has cached its
+// share of the ring and while it is not fenced.
+func (r *ringWithCaches) joined(*http.Request) error {
+	if s := r.Ring.Status(); !s.Ready || s.Fenced {
+		return fmt.Errorf("not joined: %s", s)
+	}
+	return nil
+}
+
+// alive is the liveness check: the error check logged, while the manager
+// waits for its caches and the ring has not formed since.
+func (r *ringWithCaches) alive(*http.Request) error {
+	if err := r.stuck.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // GetCache makes the manager start the ring with its caches.
@@ -96,8 +140,10 @@ func (r *ringWithCaches) Start(ctx context.Context) error {
 
 // check waits until the ring is formed, or giveUp has passed, or ctx ends.
 // It returns the ring's error if by giveUp the ring is not ready or is
-// fenced and the manager has started its caches; otherwise nil, having
-// logged the error if the manager is still waiting for its caches.
+// fenced and the manager has started its caches; otherwise nil. If the
+// manager is still waiting for its caches then, it logs the error, fails
+// the liveness check with it, and waits for the ring to form (or ctx to
+// end) before it returns nil.
 func (r *ringWithCaches) check(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, r.giveUp)
 	defer cancel()
@@ -113,7 +159,11 @@ func (r *ringWithCaches) check(ctx context.Context) error {
 	case <-r.cachesStarted:
 		return err
 	default:
-		r.log.Error(err, "The manager waits for its caches, which wait for the ring; the ring goes on trying")
+		r.log.Error(err, "The manager waits for its caches, which wait for the ring; the ring goes on trying, and the liveness check fails meanwhile")
+		r.stuck.Store(&err)
+		if r.Ring.WaitForSync(ctx) == nil {
+			r.stuck.Store(nil)
+		}
 		return nil
 	}
 }

@@ -3,6 +3,9 @@ package controllerruntime
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,9 +32,10 @@ import (
 
 // forbiddenRingManager builds a manager on cfg whose cache is a ring's,
 // added with AddRing, with a ConfigMap controller whose cache sync
-// timeout is syncTimeout; the ring's Lease calls are all refused with 403
-// while the returned switch is on (it starts on).
-func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Duration) (manager.Manager, *ring.Ring, *atomic.Bool) {
+// timeout is syncTimeout, serving its health probes on probes (none if
+// empty); the ring's Lease calls are all refused with 403 while the
+// returned switch is on (it starts on).
+func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Duration, probes string) (manager.Manager, *ring.Ring, *atomic.Bool) {
 	t.Helper()
 	var forbidden atomic.Bool
 	forbidden.Store(true)
@@ -48,9 +52,10 @@ func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Durat
 		t.Fatal(err)
 	}
 	mgr, err := manager.New(cfg, manager.Options{
-		Cache:      crcache.Options{NewInformer: r.NewInformer},
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: syncTimeout},
+		Cache:                  crcache.Options{NewInformer: r.NewInformer},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: probes,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: syncTimeout},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +75,7 @@ func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Durat
 // controller-runtime's bare "timed out waiting for cache to be synced".
 func TestManagerOnAForbiddenRingEndsWithTheCause(t *testing.T) {
 	srv := newHTTPServer(t)
-	mgr, _, _ := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second)
+	mgr, _, _ := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second, "")
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(context.Background()) }()
 	select {
@@ -87,13 +92,15 @@ func TestManagerOnAForbiddenRingEndsWithTheCause(t *testing.T) {
 // When an informer made before Start holds the manager's caches back, the
 // ring's error cannot end the manager (controller-runtime waits for its
 // caches without a timeout, and cannot even be stopped meanwhile): it is
-// logged at error level instead, the manager goes on waiting, and the ring
-// goes on trying, so that once its Leases are allowed the manager starts.
+// logged at error level instead, the liveness and readiness probes fail,
+// the manager goes on waiting, and the ring goes on trying, so that once
+// its Leases are allowed the manager starts and the probes pass.
 func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	srv := newHTTPServer(t)
-	mgr, r, forbidden := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second)
+	probes := freeAddress(t)
+	mgr, r, forbidden := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second, probes)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "v", func(o client.Object) []string {
 		return []string{o.(*corev1.ConfigMap).Data["v"]}
 	}); err != nil {
@@ -115,9 +122,24 @@ func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
 	if s := r.Status(); !s.Started || !apierrors.IsForbidden(s.LastError) {
 		t.Errorf("the ring's status = %s; want it running, its last error the forbidden Lease call", s)
 	}
+	check := "ring-" + r.LeaseName()
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := probe(t, probes, path); code != http.StatusInternalServerError || !strings.Contains(body, "[-]"+check+" failed") {
+			t.Errorf("%s answered %d %q while the manager waits for the ring; want 500 naming %s", path, code, body, check)
+		}
+	}
 	forbidden.Store(false)
 	if err := r.WaitForSync(ctx); err != nil {
 		t.Fatalf("the ring did not form once its Leases were allowed: %v", err)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		for code, body := probe(t, probes, path); code != http.StatusOK; code, body = probe(t, probes, path) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s still answers %d %q after the ring formed", path, code, body)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 	stop()
 	select {
@@ -127,5 +149,39 @@ func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the manager did not stop")
+	}
+}
+
+// freeAddress is a local TCP address nothing listens on (it did a moment
+// ago), for a server the test starts next.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// probe GETs path from the health probe server at addr, waiting for it to
+// listen, and returns the answer's status and body.
+func probe(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		resp, err := http.Get("http://" + addr + path)
+		if err == nil {
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, string(body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s from the probe server: %v", path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
