@@ -68,6 +68,10 @@ func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 	return in
 }
 
+// dropsManagedFields says whether every object's managedFields are
+// dropped (step 2) before the store or anything else reads them.
+func (in *intake) dropsManagedFields() bool { return in != nil && in.dropManagedFields }
+
 // leans says whether objects get steps 2 or 3 (see intake).
 func (in *intake) leans() bool { return in.dropManagedFields || in.table != nil }
 

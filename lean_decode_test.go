@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -20,10 +21,11 @@ import (
 )
 
 // hintWatcher records whether the ListWatch it wraps took the Reflector's
-// item function for the watches it opened.
+// item function for the watches it opened, and how many of its calls were
+// told that managedFields may be left out.
 type hintWatcher struct {
 	*ListWatch
-	itemized, watches atomic.Int32
+	itemized, watches, calls, leaveOut atomic.Int32
 	// opened gets a value per watch opened.
 	opened chan struct{}
 }
@@ -31,6 +33,7 @@ type hintWatcher struct {
 func (h *hintWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	w, err := h.ListWatch.WatchWithContext(ctx, opts)
 	h.watches.Add(1)
+	h.told(ctx)
 	if listhint.From(ctx).WatchItemized() {
 		h.itemized.Add(1)
 	}
@@ -41,9 +44,23 @@ func (h *hintWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOpti
 	return w, err
 }
 
+func (h *hintWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	h.told(ctx)
+	return h.ListWatch.ListWithContext(ctx, opts)
+}
+
+// told counts a call, and whether its hint let managedFields be left out.
+func (h *hintWatcher) told(ctx context.Context) {
+	h.calls.Add(1)
+	if listhint.From(ctx).LeaveOutManagedFields() {
+		h.leaveOut.Add(1)
+	}
+}
+
 // TestLeanStepsRunWhereTheListWatchDecodes: over a clientset's ListWatch,
 // a Reflector's lean options are applied by the decode workers, for LIST
-// pages and WatchList streams alike, and the store gets lean objects.
+// pages and WatchList streams alike, and the store gets lean objects;
+// every LIST and WATCH is told that managedFields may be left out.
 func TestLeanStepsRunWhereTheListWatchDecodes(t *testing.T) {
 	for _, watchList := range []bool{false, true} {
 		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) {
@@ -76,6 +93,9 @@ func TestLeanStepsRunWhereTheListWatchDecodes(t *testing.T) {
 			assertLean(t, store.List())
 			if lw.watches.Load() == 0 || lw.itemized.Load() != lw.watches.Load() {
 				t.Fatalf("%d of %d watches took the lean steps to their decode workers", lw.itemized.Load(), lw.watches.Load())
+			}
+			if lw.leaveOut.Load() != lw.calls.Load() {
+				t.Fatalf("%d of %d LISTs and WATCHes were told that managedFields may be left out", lw.leaveOut.Load(), lw.calls.Load())
 			}
 		})
 	}

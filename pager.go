@@ -81,7 +81,7 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, err
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	var out listed
-	ctx, p.hint = listhint.With(ctx, p.itemFunc())
+	ctx, p.hint = listhint.With(ctx, p.itemFunc(), p.in.dropsManagedFields())
 	defer p.hint.Close()
 	for {
 		if err := ctx.Err(); err != nil {

@@ -113,7 +113,7 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 // nor an error has failed to open one: err is errNilWatch, classified as
 // any other error opening a watch or a WatchList.
 func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
-	wctx, hint := listhint.With(ctx, c.r.in.watchItem(c.watch.mode))
+	wctx, hint := listhint.With(ctx, c.r.in.watchItem(c.watch.mode), c.r.in.dropsManagedFields())
 	defer hint.Close()
 	call := startCall(func() (watch.Interface, error) {
 		w, err := c.r.lw.WatchWithContext(wctx, opts)

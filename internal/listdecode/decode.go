@@ -57,6 +57,12 @@ type Options struct {
 	// half of it.
 	// Above maxExpect it is taken as maxExpect.
 	Expect int
+	// LeaveOutManagedFields says Item drops every item's managedFields,
+	// so that the decoder may leave them out: protobuf items of types
+	// whose metadata is their field 1 (every typed object of k8s.io/api,
+	// PartialObjectMetadata) are decoded without them (see
+	// internal/protometa). Other items are decoded whole.
+	LeaveOutManagedFields bool
 }
 
 // Decode decodes one LIST response body (the body of a 200 response,

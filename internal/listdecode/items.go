@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kreflector/cache/internal/protometa"
 )
 
 // protoUnmarshaler is what gogo-generated types have: Unmarshal decodes a
@@ -24,12 +26,13 @@ type protoUnmarshaler interface {
 //     (sigs.k8s.io/json, case-sensitive, ints preserved) does this for each
 //     element of the items array;
 //   - protobuf: the list's generated Unmarshal appends a zero item and
-//     calls the item's Unmarshal;
+//     calls the item's Unmarshal (without the item's managedFields if
+//     noManagedFields and its type allows: see Options);
 //   - unstructured: UnstructuredJSONScheme's decodeToList decodes each item
 //     into a new map, and the item is that map (nil for null); the kind and
 //     apiVersion taken from the list are set once the list's are known
 //     (fillKinds).
-func (p *plan) itemDecoder(media string) func([]byte, reflect.Value) error {
+func (p *plan) itemDecoder(media string, noManagedFields bool) func([]byte, reflect.Value) error {
 	switch {
 	case p.mode == unstructuredMode:
 		return func(data []byte, dst reflect.Value) error {
@@ -41,6 +44,9 @@ func (p *plan) itemDecoder(media string) func([]byte, reflect.Value) error {
 			return nil
 		}
 	case media == mediaProtobuf:
+		if d := protometa.For(p.itemsType.Elem()); noManagedFields && d != nil {
+			return d.Unmarshal
+		}
 		return func(data []byte, dst reflect.Value) error {
 			return dst.Addr().Interface().(protoUnmarshaler).Unmarshal(data)
 		}

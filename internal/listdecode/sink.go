@@ -62,7 +62,7 @@ type sink struct {
 func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 	return &sink{
 		ctx:     ctx,
-		dec:     p.itemDecoder(media),
+		dec:     p.itemDecoder(media, o.LeaveOutManagedFields),
 		item:    o.Item,
 		itemsT:  p.itemsType,
 		first:   firstChunkOf(o.Expect),

@@ -23,6 +23,9 @@ import (
 type Hint struct {
 	// item, if not nil, is run on each decoded item (concurrently).
 	item func(runtime.Object)
+	// noManagedFields says every object is stripped of its managedFields
+	// before anything reads them (see With).
+	noManagedFields bool
 	// ctx is the LIST's context, cancelled by Close: pages requested
 	// ahead run under it.
 	ctx    context.Context
@@ -45,9 +48,12 @@ type key struct{}
 
 // With returns ctx carrying a new hint, and the hint. item, if not nil,
 // is what the ListWatch should run on each item as it is decoded; it
-// must be safe for concurrent use. The caller must Close the hint.
-func With(ctx context.Context, item func(runtime.Object)) (context.Context, *Hint) {
-	h := &Hint{item: item, itemized: map[runtime.Object]bool{}}
+// must be safe for concurrent use. noManagedFields says the caller drops
+// every object's managedFields before anything reads them, whether or not
+// item runs, so that a decoder may leave them out. The caller must Close
+// the hint.
+func With(ctx context.Context, item func(runtime.Object), noManagedFields bool) (context.Context, *Hint) {
+	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	return context.WithValue(ctx, key{}, h), h
 }
@@ -65,6 +71,10 @@ func (h *Hint) Item() func(runtime.Object) {
 	}
 	return h.item
 }
+
+// LeaveOutManagedFields says a decoder may leave out the managedFields of
+// the objects it decodes: the caller drops them anyway.
+func (h *Hint) LeaveOutManagedFields() bool { return h != nil && h.noManagedFields }
 
 // Itemized records that list's items have been through Item.
 func (h *Hint) Itemized(list runtime.Object) {

@@ -29,7 +29,7 @@ func blocking(list runtime.Object, release <-chan struct{}, started chan<- metav
 
 func TestTakeReturnsThePageRequestedAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx, h := With(context.Background(), nil)
+		ctx, h := With(context.Background(), nil, false)
 		defer h.Close()
 		if From(ctx) != h {
 			t.Fatal("the context does not carry the hint")
@@ -55,7 +55,7 @@ func TestTakeReturnsThePageRequestedAhead(t *testing.T) {
 
 func TestAtMostMaxAheadPagesAreRequested(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, h := With(context.Background(), nil)
+		_, h := With(context.Background(), nil, false)
 		release, started := make(chan struct{}), make(chan metav1.ListOptions, 8)
 		for _, tok := range []string{"a", "b", "c", "d"} {
 			h.Ahead(opts(tok), blocking(nil, release, started, opts(tok)))
@@ -73,7 +73,7 @@ func TestAtMostMaxAheadPagesAreRequested(t *testing.T) {
 // arrives faster than the caller takes them keeps its pipeline.
 func TestAPageHeldBackIsRequestedWhenOneIsTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx, h := With(context.Background(), nil)
+		ctx, h := With(context.Background(), nil, false)
 		defer h.Close()
 		release, started := make(chan struct{}), make(chan metav1.ListOptions, 8)
 		for _, tok := range []string{"a", "b", "c"} {
@@ -108,7 +108,7 @@ func TestAPageHeldBackIsRequestedWhenOneIsTaken(t *testing.T) {
 
 func TestAnotherPageDropsThoseAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx, h := With(context.Background(), nil)
+		ctx, h := With(context.Background(), nil, false)
 		defer h.Close()
 		cancelled := make(chan error, 1)
 		h.Ahead(opts("a"), func(ctx context.Context) (runtime.Object, error) {
@@ -134,7 +134,7 @@ func TestAnotherPageDropsThoseAhead(t *testing.T) {
 
 func TestCloseCancelsAndJoins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, h := With(context.Background(), nil)
+		_, h := With(context.Background(), nil, false)
 		returned := false
 		h.Ahead(opts("a"), func(ctx context.Context) (runtime.Object, error) {
 			<-ctx.Done()
@@ -157,14 +157,14 @@ func TestItemizedListsAreTold(t *testing.T) {
 	if nilHint.Item() != nil || nilHint.TookItems(nil) {
 		t.Fatal("a nil hint offers something")
 	}
-	_, plain := With(context.Background(), nil)
+	_, plain := With(context.Background(), nil, false)
 	l := &metav1.PartialObjectMetadataList{}
 	plain.Itemized(l)
 	if plain.TookItems(l) {
 		t.Fatal("a hint without an item function says items took it")
 	}
 	plain.Close()
-	_, h := With(context.Background(), func(runtime.Object) {})
+	_, h := With(context.Background(), func(runtime.Object) {}, false)
 	h.Itemized(l)
 	if !h.TookItems(l) {
 		t.Fatal("an itemized list is not told")

@@ -138,7 +138,8 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 	defer body.Close()
 	meta := func(m metav1.ListMeta) { r.aheadOf(h, opts, m.Continue) }
 	in := &readErr{r: body}
-	o := listdecode.Options{Workers: runtime.GOMAXPROCS(0), Meta: meta, Item: h.Item(), Expect: int(opts.Limit)}
+	o := listdecode.Options{Workers: runtime.GOMAXPROCS(0), Meta: meta, Item: h.Item(), Expect: int(opts.Limit),
+		LeaveOutManagedFields: h.LeaveOutManagedFields()}
 	obj, err := r.Decode(ctx, in, o)
 	if err != nil {
 		if in.err != nil && !errors.Is(in.err, io.EOF) {

@@ -31,8 +31,10 @@ func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *w
 		case err != nil:
 			return nil, err
 		}
-		item := listhint.From(ctx).WatchItem()
-		return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item}), nil
+		h := listhint.From(ctx)
+		item := h.WatchItem()
+		return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item,
+			LeaveOutManagedFields: h.LeaveOutManagedFields()}), nil
 	}
 }
 

@@ -20,8 +20,10 @@ type frameDecoder struct {
 	fast *protoFast // nil: every frame goes through the chain
 }
 
-func newFrameDecoder(st *streams) *frameDecoder {
-	fd := &frameDecoder{fast: newProtoFast(st)}
+// newFrameDecoder returns a frame decoder of st; noManagedFields lets its
+// fast decoding leave managedFields out (see Options).
+func newFrameDecoder(st *streams, noManagedFields bool) *frameDecoder {
+	fd := &frameDecoder{fast: newProtoFast(st, noManagedFields)}
 	fd.dec = restwatch.NewDecoder(streaming.NewDecoder(&fd.src, st.events), st.objects)
 	return fd
 }

@@ -74,7 +74,7 @@ func (p *pipeline) work() {
 			}
 			if !j.last {
 				if fd == nil {
-					fd = newFrameDecoder(j.st)
+					fd = newFrameDecoder(j.st, p.w.o.LeaveOutManagedFields)
 				}
 				if !p.w.decodeJob(fd, j) {
 					fd = nil // its streaming decoder may be left mid-frame

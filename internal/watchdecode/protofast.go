@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/internal/protometa"
 )
 
 // protoPrefix begins every object the protobuf Serializer decodes.
@@ -38,14 +40,24 @@ type protoUnmarshaler interface {
 // them: the scheme maps a kind to one type for good. A protoFast is one
 // worker's.
 type protoFast struct {
-	types map[typeKey]reflect.Type
+	types map[typeKey]fastType
+	// noManagedFields says objects are decoded without their
+	// managedFields where their type allows it.
+	noManagedFields bool
+}
+
+// fastType is a type decode makes, and its decoder without managedFields
+// (nil: decoded whole).
+type fastType struct {
+	t    reflect.Type
+	lean *protometa.Decoder
 }
 
 type typeKey struct{ apiVersion, kind string }
 
 // newProtoFast is the fast decoding of st, or nil if st is not the chain
-// it reproduces.
-func newProtoFast(st *streams) *protoFast {
+// it reproduces; noManagedFields lets it leave managedFields out.
+func newProtoFast(st *streams, noManagedFields bool) *protoFast {
 	if st == nil || st.framing != framingLength {
 		return nil
 	}
@@ -59,7 +71,7 @@ func newProtoFast(st *streams) *protoFast {
 	if _, ok := st.events.(*protobuf.RawSerializer); !ok {
 		return nil
 	}
-	return &protoFast{types: map[typeKey]reflect.Type{}}
+	return &protoFast{types: map[typeKey]fastType{}, noManagedFields: noManagedFields}
 }
 
 // fastFrameMax bounds the frames decoded fast: the streaming decoder
@@ -85,10 +97,11 @@ func (f *protoFast) decode(frame []byte) (ev watch.Event, learn *typeKey, ok boo
 	if !known {
 		return ev, &key, false
 	}
-	obj := reflect.New(t.Elem()).Interface().(runtime.Object)
+	v := reflect.New(t.t.Elem())
+	obj := v.Interface().(runtime.Object)
 	u := obj.(protoUnmarshaler)
 	u.Reset()
-	if u.Unmarshal(data) != nil {
+	if t.unmarshal(u, data, v) != nil {
 		return ev, nil, false
 	}
 	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(key.apiVersion, key.kind))
@@ -109,8 +122,20 @@ func (f *protoFast) learnType(key typeKey, obj runtime.Object) {
 		return
 	}
 	if _, ok := obj.(protoUnmarshaler); ok {
-		f.types[key] = t
+		ft := fastType{t: t}
+		if f.noManagedFields {
+			ft.lean = protometa.For(t.Elem())
+		}
+		f.types[key] = ft
 	}
+}
+
+// unmarshal decodes data into u, which ptr points to.
+func (t fastType) unmarshal(u protoUnmarshaler, data []byte, ptr reflect.Value) error {
+	if t.lean != nil {
+		return t.lean.Unmarshal(data, ptr.Elem())
+	}
+	return u.Unmarshal(data)
 }
 
 // copiesItsInput says whether pkg is one of the packages whose generated

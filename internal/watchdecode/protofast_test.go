@@ -36,7 +36,7 @@ func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 // chainOnly is a frame decoder of st that leaves every frame to the chain.
 func chainOnly(st *streams) *frameDecoder {
-	fd := newFrameDecoder(st)
+	fd := newFrameDecoder(st, false)
 	fd.fast = nil
 	return fd
 }
@@ -96,7 +96,7 @@ func TestProtoFastDecodesAsTheChain(t *testing.T) {
 	st := typed.protobuf
 	for _, learned := range []bool{false, true} {
 		for name, frame := range variants {
-			fast, chain := newFrameDecoder(st), chainOnly(st)
+			fast, chain := newFrameDecoder(st, false), chainOnly(st)
 			if fast.fast == nil {
 				t.Fatal("no fast decoding for a clientset's protobuf streams")
 			}
@@ -133,7 +133,7 @@ func podBytes(t testing.TB, frame []byte) []byte {
 // not allocated), and its object is the chain's.
 func TestProtoFastCopiesNothing(t *testing.T) {
 	frames := protoFrames(t, []watch.Event{{Type: watch.Added, Object: podgen.Pod(1, 10)}, {Type: watch.Added, Object: podgen.Pod(2, 11)}})
-	fast, chain := newFrameDecoder(typed.protobuf), chainOnly(typed.protobuf)
+	fast, chain := newFrameDecoder(typed.protobuf, false), chainOnly(typed.protobuf)
 	if _, err := fast.decode(frames[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func FuzzProtoFast(f *testing.F) {
 		f.Add(fr)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		fast, chain := newFrameDecoder(typed.protobuf), chainOnly(typed.protobuf)
+		fast, chain := newFrameDecoder(typed.protobuf, false), chainOnly(typed.protobuf)
 		if _, err := fast.decode(frames[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func FuzzProtoFast(f *testing.F) {
 // Kubernetes' API packages is left to the chain, which copies the bytes
 // its Unmarshal reads.
 func TestProtoFastLearnsOnlyKubernetesTypes(t *testing.T) {
-	f := newProtoFast(typed.protobuf)
+	f := newProtoFast(typed.protobuf, false)
 	f.learnType(typeKey{"v1", "Pod"}, &corev1.Pod{})
 	f.learnType(typeKey{"example.com/v1", "Widget"}, &widget{})
 	if _, ok := f.types[typeKey{"v1", "Pod"}]; !ok {
@@ -198,3 +198,39 @@ func TestProtoFastLearnsOnlyKubernetesTypes(t *testing.T) {
 type widget struct{ corev1.Pod }
 
 func (w *widget) Unmarshal(b []byte) error { return w.Pod.Unmarshal(b) }
+
+// TestProtoFastLeavesOutManagedFields: with managedFields left out, a
+// learned type's frames decode as the chain decodes them, managedFields
+// then dropped, with fewer allocations; a refused one is still the chain's.
+func TestProtoFastLeavesOutManagedFields(t *testing.T) {
+	frames := protoFrames(t, []watch.Event{{Type: watch.Added, Object: podgen.Pod(1, 10)}, {Type: watch.Modified, Object: podgen.Pod(2, 11)}})
+	lean, whole, chain := newFrameDecoder(typed.protobuf, true), newFrameDecoder(typed.protobuf, false), chainOnly(typed.protobuf)
+	for _, fd := range []*frameDecoder{lean, whole} {
+		if _, err := fd.decode(frames[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := lean.decode(frames[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := chain.decode(frames[1])
+	if len(want.Object.(*corev1.Pod).ManagedFields) == 0 {
+		t.Fatal("the test needs Pods with managedFields")
+	}
+	want.Object.(*corev1.Pod).ManagedFields = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("left out: %s; the chain's without managedFields: %s", describe(got), describe(want))
+	}
+	leanAllocs := testing.AllocsPerRun(20, func() { lean.decode(frames[1]) })
+	wholeAllocs := testing.AllocsPerRun(20, func() { whole.decode(frames[1]) })
+	if leanAllocs >= wholeAllocs {
+		t.Fatalf("%v allocations a frame leaving managedFields out, %v decoding them", leanAllocs, wholeAllocs)
+	}
+	bad := eventFrame("ADDED", unknownOf("v1", "Pod", pb(1, pb(17, []byte{1<<3 | 0, 1}))))
+	gotBad, gotErr := lean.decode(bad)
+	wantBad, wantErr := chain.decode(bad)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(gotBad, wantBad) {
+		t.Fatalf("a refused entry: %s, %v; the chain's %s, %v", describe(gotBad), gotErr, describe(wantBad), wantErr)
+	}
+}

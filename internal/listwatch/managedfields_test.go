@@ -1,0 +1,120 @@
+package listwatch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"net/http"
+	"net/http/httptest"
+	goruntime "runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclient "k8s.io/client-go/rest"
+
+	"github.com/kreflector/cache/internal/listhint"
+	"github.com/kreflector/cache/internal/listwatch"
+	"github.com/kreflector/cache/internal/podgen"
+)
+
+// A LIST under a hint that says managedFields are dropped anyway decodes
+// protobuf Pods without them, even with no item function to drop them;
+// without the hint they are decoded.
+func TestListLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "9"}}
+	for i := range 20 {
+		list.Items = append(list.Items, *podgen.Pod(i, 9))
+	}
+	var body bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		w.Write(body.Bytes())
+	}))
+	defer hs.Close()
+	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+	for _, leaveOut := range []bool{false, true} {
+		ctx, h := listhint.With(context.Background(), nil, leaveOut)
+		obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+		h.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods := obj.(*corev1.PodList).Items
+		if len(pods) != len(list.Items) {
+			t.Fatalf("%d Pods listed, want %d", len(pods), len(list.Items))
+		}
+		for _, p := range pods {
+			if got := len(p.ManagedFields) > 0; got == leaveOut {
+				t.Fatalf("leaving out %v: Pod %s has %d managedFields entries", leaveOut, p.Name, len(p.ManagedFields))
+			}
+		}
+	}
+}
+
+// A WATCH under such a hint decodes protobuf Pods without managedFields
+// too; without the hint they are decoded.
+func TestWatchLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
+	enc := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	var stream bytes.Buffer
+	for i := range 5 {
+		var obj bytes.Buffer
+		pod := podgen.Pod(i, 10+i)
+		pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"} // as kube-apiserver encodes it
+		if err := enc.Encode(pod, &obj); err != nil {
+			t.Fatal(err)
+		}
+		ev := metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: obj.Bytes()}}
+		frame, err := ev.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream.Write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
+		stream.Write(frame)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+		w.Write(stream.Bytes())
+	}))
+	defer hs.Close()
+	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+	for _, leaveOut := range []bool{false, true} {
+		ctx, h := listhint.With(context.Background(), nil, leaveOut)
+		w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, with := 0, 0
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				t.Fatalf("event %s %T %v", ev.Type, ev.Object, ev.Object)
+			}
+			if len(p.ManagedFields) > 0 {
+				with++
+			}
+			n++
+		}
+		w.Stop()
+		h.Close()
+		if n != 5 {
+			t.Fatalf("%d events, want 5", n)
+		}
+		// Each decode worker learns the Pod's type from the chain's
+		// decode of its first Pod, which keeps them.
+		if leaveOut && with > min(goruntime.GOMAXPROCS(0), n-1) || !leaveOut && with != n {
+			t.Fatalf("leaving out %v: %d of %d Pods have managedFields", leaveOut, with, n)
+		}
+	}
+}
