@@ -78,7 +78,7 @@ func (c *cycle) listShard(ctx context.Context, rv string, pageSize int64, cause 
 		return listed{}, nil, false
 	}
 	res, err := o.result()
-	c.r.stats.listed(cause, res.pageRetries)
+	c.r.stats.listed(cause, res.pageRetries, res.pagesUnused)
 	c.r.stats.shardDropped(res.shardDropped)
 	c.r.stats.shardIgnoredBy(res)
 	c.r.stats.reused(res.reused)

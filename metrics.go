@@ -53,6 +53,7 @@ const (
 	MetricLists                 = "reflector_lists_total"
 	MetricWatchLists            = "reflector_watch_lists_total"
 	MetricListPageRetries       = "reflector_list_page_retries_total"
+	MetricListPagesUnused       = "reflector_list_pages_unused_total"
 	MetricListItems             = "reflector_list_items_total"
 	MetricLastListItems         = "reflector_last_list_items"
 	MetricLastListDuration      = "reflector_last_list_duration_seconds"
@@ -94,6 +95,7 @@ var MetricDescs = []MetricDesc{
 	{Name: MetricLists, Kind: Counter, Help: "LISTs of the whole resource requested (a paginated LIST counts once), by cause.", Label: "cause", LabelValues: causeNames(ListCauses)},
 	{Name: MetricWatchLists, Kind: Counter, Help: "WatchList streams requested, by cause.", Label: "cause", LabelValues: causeNames(ListCauses)},
 	{Name: MetricListPageRetries, Kind: Counter, Help: "LIST pages retried from their continue token after a transient error."},
+	{Name: MetricListPagesUnused, Kind: Counter, Help: "LIST pages requested ahead and never used (the LIST failed or went its own way first)."},
 	{Name: MetricListItems, Kind: Counter, Help: "Objects received by LIST and WatchList syncs."},
 	{Name: MetricLastListItems, Kind: Gauge, Help: "Objects in the last successful sync."},
 	{Name: MetricLastListDuration, Kind: Gauge, Help: "Duration of the last successful sync in seconds."},
@@ -185,10 +187,13 @@ func (m *runMetrics) gauge(name string) GaugeMetric {
 	return m.gauges[name]
 }
 
-func (m *runMetrics) listed(cause ListCause, pageRetries int) {
+func (m *runMetrics) listed(cause ListCause, pageRetries, pagesUnused int) {
 	m.counter(MetricLists, string(cause)).Add(1)
 	if pageRetries > 0 {
 		m.counter(MetricListPageRetries, "").Add(float64(pageRetries))
+	}
+	if pagesUnused > 0 {
+		m.counter(MetricListPagesUnused, "").Add(float64(pagesUnused))
 	}
 }
 

@@ -26,8 +26,9 @@ type listed struct {
 	resourceVersion string
 	// paged says the server split the answer into more than one page.
 	paged bool
-	// pageRetries counts pages retried after transient errors.
-	pageRetries int
+	// pageRetries counts pages retried after transient errors;
+	// pagesUnused the pages requested ahead and never used.
+	pageRetries, pagesUnused int
 	// shardDropped counts items left out as outside the shard;
 	// shardIgnored says a page came without the selector's echo.
 	shardDropped int
@@ -75,14 +76,16 @@ func (p *pager) itemFunc() func(runtime.Object) {
 // It runs at the bottom of a new goroutine whose stack starts small, so
 // its frame is kept small: the options and the pager come by pointer, and
 // a failed page is handled in pageFailed.
-func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (listed, error) {
+func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (out listed, err error) {
 	if opts.Limit == 0 {
 		opts.Limit = p.pageSize
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
-	var out listed
 	ctx, p.hint = listhint.With(ctx, p.itemFunc(), p.in.dropsManagedFields())
-	defer p.hint.Close()
+	defer func() {
+		p.hint.Close()
+		out.pagesUnused = p.hint.Unused()
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err

@@ -19,6 +19,12 @@ type Stats struct {
 	WatchLists map[ListCause]uint64
 	// ListPageRetries counts LIST pages retried after a transient error.
 	ListPageRetries uint64
+	// ListPagesUnused counts LIST pages our ListWatches requested ahead
+	// (see docs/features.md, pages pipelined) that the LIST never used:
+	// it failed, or went its own way (a page retried, a fallback), first:
+	// two at most each time. What pipelining cost the server beyond
+	// client-go's requests.
+	ListPagesUnused uint64
 	// WatchesOpened counts watches opened, WatchList streams included.
 	WatchesOpened uint64
 	// WatchEnds counts, by cause, watches (and WatchLists) that ended and
@@ -203,13 +209,15 @@ func (r *statsRecorder) synced(items int, d time.Duration, now time.Time) {
 }
 
 // listed records a LIST request sequence of the given cause, successful
-// or not, and how many of its pages were retried.
-func (r *statsRecorder) listed(cause ListCause, pageRetries int) {
+// or not, how many of its pages were retried, and how many pages
+// requested ahead it left unused.
+func (r *statsRecorder) listed(cause ListCause, pageRetries, pagesUnused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	count(r.lists[:], ListCauses, cause)
 	r.s.ListPageRetries += uint64(pageRetries)
-	r.m.listed(cause, pageRetries)
+	r.s.ListPagesUnused += uint64(pagesUnused)
+	r.m.listed(cause, pageRetries, pagesUnused)
 }
 
 // shardIgnoredBy notes a LIST the server did not shard.

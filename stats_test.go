@@ -267,7 +267,7 @@ func TestFixedSetsFitTheTallies(t *testing.T) {
 		}
 	}
 	var r statsRecorder
-	if n := testing.AllocsPerRun(10, func() { r.listed(ListInitial, 1); r.watchEnded(WatchClosed) }); n != 0 {
+	if n := testing.AllocsPerRun(10, func() { r.listed(ListInitial, 1, 1); r.watchEnded(WatchClosed) }); n != 0 {
 		t.Fatalf("counting costs %v allocations, want none", n)
 	}
 }

@@ -114,9 +114,11 @@ func (h *Hint) find(opts metav1.ListOptions) int {
 }
 
 // dropLocked cancels every page ahead and forgets them and the one
-// waiting; Close still waits for their calls.
+// waiting (not requested yet); Close still waits for their calls. The
+// pages ahead count as unused.
 func (h *Hint) dropLocked() {
 	h.waiting = nil
+	h.unused += len(h.ahead)
 	for _, p := range h.ahead {
 		p.cancel()
 	}

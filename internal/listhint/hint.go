@@ -42,6 +42,8 @@ type Hint struct {
 	itemized      map[runtime.Object]bool
 	watchItemized bool
 	closed        bool
+	// unused counts the pages requested ahead and dropped: never taken.
+	unused int
 }
 
 type key struct{}
@@ -111,6 +113,18 @@ func (h *Hint) Close() {
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+}
+
+// Unused returns how many pages were requested ahead and never taken (the
+// LIST failed, or went its own way, first): requests the server answered
+// (or began to) for nothing. Final once Close has returned.
+func (h *Hint) Unused() int {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unused
 }
 
 // WatchItem returns the function to run on each object a watch decodes,
