@@ -246,10 +246,11 @@ type ReflectorOptions struct {
 	// the store gets (LIST pages as they arrive, WatchList initial events,
 	// watch events), typed or unstructured. Most programs never read them,
 	// and they are often a fifth of an object's memory. The ListWatches
-	// of this module do not even decode them from protobuf (the objects
-	// they return to the Reflector have none, so a ListerWatcher wrapping
-	// one never sees them either); other ListerWatchers' objects lose
-	// them after decoding.
+	// of this module mostly do not even decode them from protobuf (a
+	// ListerWatcher wrapping one mostly sees objects without them; the
+	// Reflector tells them so through the context of its calls, which a
+	// wrapper should not reuse for calls of its own); other
+	// ListerWatchers' objects lose them after decoding.
 	//
 	// Order: for the objects of a sync, an object reused under
 	// ReuseHeldObjects gets nothing more; others have their managedFields

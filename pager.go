@@ -52,7 +52,8 @@ type pager struct {
 	// reuse says whether in looks for the objects the store holds.
 	reuse bool
 	// hint is what list offers the ListWatch: in's lean steps run where
-	// items are decoded, and pages requested ahead (see listhint).
+	// items are decoded, managedFields left out when in drops them, and
+	// pages requested ahead (see listhint).
 	hint *listhint.Hint
 }
 

@@ -23,7 +23,8 @@ type Stats struct {
 	// (see docs/features.md, pages pipelined) that the LIST never used:
 	// it failed, or went its own way (a page retried, a fallback), first:
 	// two at most each time. What pipelining cost the server beyond
-	// client-go's requests.
+	// client-go's requests. (A LIST abandoned because the Reflector
+	// stopped is counted neither here nor in Lists.)
 	ListPagesUnused uint64
 	// WatchesOpened counts watches opened, WatchList streams included.
 	WatchesOpened uint64

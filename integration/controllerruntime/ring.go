@@ -2,6 +2,7 @@ package controllerruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -24,7 +25,7 @@ import (
 // mgr.Start (by mgr.GetFieldIndexer().IndexField, or GetInformer) would
 // hold the manager's start forever under mgr.Add(r). AddRing registers r
 // as a runnable of the caches' group (it reports mgr.GetCache() as its
-// cache, so the manager's readiness check for it is the caches' own). The
+// cache, so that the manager's start waits for it as for its caches). The
 // ring logs through the manager's logger (named "ring").
 //
 // A ring that cannot work (its Lease calls refused, for want of the Role
@@ -41,39 +42,48 @@ import (
 // If the manager is still waiting for its caches then (an informer made
 // before Start waits for the ring), returning would not end it
 // (controller-runtime waits for its caches with no timeout, heeding no
-// context): the error is logged instead, the ring goes on trying, and the
-// manager's liveness check fails with that error until the ring forms.
+// context): the error is logged instead and the ring goes on trying.
 //
-// AddRing adds two checks to the manager's probes, both named "ring-"
-// and the replica's Lease name (see Ring.LeaseName):
-//   - a readiness check (/readyz) that fails, with the ring's status,
-//     while this replica has not cached its share or is fenced, so that a
-//     rolling update waits for a new replica to join before it stops the
-//     next old one;
-//   - a liveness check (/healthz) that fails with the error above from the
-//     moment it is logged until the ring forms, so that the kubelet
-//     restarts a replica that would otherwise wait forever (kubebuilder's
-//     scaffold probes /healthz), as the manager's end would.
+// For that case AddRing adds a liveness check to the manager's probes
+// (/healthz), named "ring-" and the replica's Lease name (see
+// Ring.LeaseName): it fails, with the ring's cause, while the manager
+// waits so and the ring's calls are failing, so that the kubelet restarts
+// a replica that would otherwise wait forever (kubebuilder's scaffold
+// probes /healthz), as the manager's end would. It passes again once the
+// replica has joined, and while the ring's calls succeed (a slow first
+// sync is not a reason to restart). For readiness, see Joined.
 func AddRing(mgr manager.Manager, r *ring.Ring) error {
+	rc := &ringWithCaches{
+		Ring:   r,
+		cache:  mgr.GetCache(),
+		giveUp: giveUpAfter(mgr.GetControllerOptions().CacheSyncTimeout),
+		log:    mgr.GetLogger().WithName("ring"),
+	}
+	if err := mgr.AddHealthzCheck("ring-"+r.LeaseName(), rc.alive); err != nil {
+		return err
+	}
 	c := &cachesStarted{ch: make(chan struct{})}
+	rc.cachesStarted = c.ch
 	if err := mgr.Add(c); err != nil {
 		return err
 	}
-	rc := &ringWithCaches{
-		Ring:          r,
-		cache:         mgr.GetCache(),
-		giveUp:        giveUpAfter(mgr.GetControllerOptions().CacheSyncTimeout),
-		cachesStarted: c.ch,
-		log:           mgr.GetLogger().WithName("ring"),
-	}
-	name := "ring-" + r.LeaseName()
-	if err := mgr.AddReadyzCheck(name, rc.joined); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck(name, rc.alive); err != nil {
-		return err
-	}
 	return mgr.Add(rc)
+}
+
+// Joined is a readiness check (healthz.Checker) for manager.AddReadyzCheck:
+// it fails, with the ring's status, until this replica has cached its
+// share of r (Status.Ready), so that a rolling update waits for each new
+// replica to join before it stops the next old one. It is not added by
+// AddRing: a replica that serves a webhook its own LISTs need (the
+// conversion webhook of its CRD) would never be ready, its Service having
+// no endpoint while no replica is ready.
+func Joined(r *ring.Ring) func(*http.Request) error {
+	return func(*http.Request) error {
+		if s := r.Status(); !s.Ready {
+			return fmt.Errorf("not joined: %s", s)
+		}
+		return nil
+	}
 }
 
 // giveUpAfter is how long AddRing's runnable gives a ring to become ready,
@@ -96,27 +106,23 @@ type ringWithCaches struct {
 	// gone on to its other runnables.
 	cachesStarted <-chan struct{}
 	log           logr.Logger
-	// stuck is the error check logged while the manager waited for its
-	// caches, until the ring forms; nil otherwise.
-	stuck atomic.Pointer[error]
+	// stuck is set once check has logged that the manager waits for its
+	// caches, which wait for the ring.
+	stuck atomic.Bool
 }
 
-// joined is the readiness check: nil once this replica has cached its
-// share of the ring and while it is not fenced.
-func (r *ringWithCaches) joined(*http.Request) error {
-	if s := r.Ring.Status(); !s.Ready || s.Fenced {
-		return fmt.Errorf("not joined: %s", s)
-	}
-	return nil
-}
-
-// alive is the liveness check: the error check logged, while the manager
-// waits for its caches and the ring has not formed since.
+// alive is the liveness check: an error while the manager waits for its
+// caches (stuck), the replica has not joined, and the ring's calls are
+// failing.
 func (r *ringWithCaches) alive(*http.Request) error {
-	if err := r.stuck.Load(); err != nil {
-		return *err
+	if !r.stuck.Load() {
+		return nil
 	}
-	return nil
+	s := r.Ring.Status()
+	if s.Ready && !s.Fenced || s.LastError == nil || !errors.Is(s.Err(), s.LastError) {
+		return nil
+	}
+	return fmt.Errorf("the manager waits for its caches, which wait for ring %s, whose calls fail: %w", r.Ring.LeaseName(), s.Err())
 }
 
 // GetCache makes the manager start the ring with its caches.
@@ -140,10 +146,9 @@ func (r *ringWithCaches) Start(ctx context.Context) error {
 
 // check waits until the ring is formed, or giveUp has passed, or ctx ends.
 // It returns the ring's error if by giveUp the ring is not ready or is
-// fenced and the manager has started its caches; otherwise nil. If the
-// manager is still waiting for its caches then, it logs the error, fails
-// the liveness check with it, and waits for the ring to form (or ctx to
-// end) before it returns nil.
+// fenced and the manager has started its caches; otherwise nil, having
+// logged the error (and let the liveness check fail) if the manager is
+// still waiting for its caches.
 func (r *ringWithCaches) check(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, r.giveUp)
 	defer cancel()
@@ -159,11 +164,8 @@ func (r *ringWithCaches) check(ctx context.Context) error {
 	case <-r.cachesStarted:
 		return err
 	default:
-		r.log.Error(err, "The manager waits for its caches, which wait for the ring; the ring goes on trying, and the liveness check fails meanwhile")
-		r.stuck.Store(&err)
-		if r.Ring.WaitForSync(ctx) == nil {
-			r.stuck.Store(nil)
-		}
+		r.log.Error(err, "The manager waits for its caches, which wait for the ring; the ring goes on trying, and the liveness check fails while its calls do")
+		r.stuck.Store(true)
 		return nil
 	}
 }

@@ -92,15 +92,19 @@ func TestManagerOnAForbiddenRingEndsWithTheCause(t *testing.T) {
 // When an informer made before Start holds the manager's caches back, the
 // ring's error cannot end the manager (controller-runtime waits for its
 // caches without a timeout, and cannot even be stopped meanwhile): it is
-// logged at error level instead, the liveness and readiness probes fail,
-// the manager goes on waiting, and the ring goes on trying, so that once
-// its Leases are allowed the manager starts and the probes pass.
+// logged at error level instead, the liveness probe fails (and the
+// readiness one, Joined), the manager goes on waiting, and the ring goes
+// on trying, so that once its Leases are allowed the manager starts and
+// the probes pass.
 func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	srv := newHTTPServer(t)
 	probes := freeAddress(t)
 	mgr, r, forbidden := forbiddenRingManager(t, srv.RESTConfig(), 3*time.Second, probes)
+	if err := mgr.AddReadyzCheck("ring", Joined(r)); err != nil {
+		t.Fatal(err)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "v", func(o client.Object) []string {
 		return []string{o.(*corev1.ConfigMap).Data["v"]}
 	}); err != nil {
@@ -122,8 +126,7 @@ func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
 	if s := r.Status(); !s.Started || !apierrors.IsForbidden(s.LastError) {
 		t.Errorf("the ring's status = %s; want it running, its last error the forbidden Lease call", s)
 	}
-	check := "ring-" + r.LeaseName()
-	for _, path := range []string{"/healthz", "/readyz"} {
+	for path, check := range map[string]string{"/healthz": "ring-" + r.LeaseName(), "/readyz": "ring"} {
 		if code, body := probe(t, probes, path); code != http.StatusInternalServerError || !strings.Contains(body, "[-]"+check+" failed") {
 			t.Errorf("%s answered %d %q while the manager waits for the ring; want 500 naming %s", path, code, body, check)
 		}
@@ -183,5 +186,23 @@ func probe(t *testing.T, addr, path string) (int, string) {
 			t.Fatalf("GET %s from the probe server: %v", path, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The liveness check fails only while the manager is stuck on the ring
+// and the ring's calls are failing: a ring that is merely slow (here, not
+// running at all, so nothing failed) is no reason to restart.
+func TestLivenessNeedsFailingCalls(t *testing.T) {
+	r, err := ring.New(ring.Config{Client: fake.NewClientset().CoordinationV1(), Namespace: "ring", Name: "slow", Identity: "a", Buckets: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &ringWithCaches{Ring: r}
+	if err := rc.alive(nil); err != nil {
+		t.Fatalf("alive before the manager is stuck: %v", err)
+	}
+	rc.stuck.Store(true)
+	if err := rc.alive(nil); err != nil {
+		t.Fatalf("alive while stuck on a ring whose calls do not fail: %v", err)
 	}
 }

@@ -57,8 +57,9 @@ type Options struct {
 	// half of it.
 	// Above maxExpect it is taken as maxExpect.
 	Expect int
-	// LeaveOutManagedFields says Item drops every item's managedFields,
-	// so that the decoder may leave them out: protobuf items of types
+	// LeaveOutManagedFields says the caller drops every item's
+	// managedFields (in Item or after Decode), so that the decoder may
+	// leave them out: protobuf items of types
 	// whose metadata is their field 1 (every typed object of k8s.io/api,
 	// PartialObjectMetadata) are decoded without them (see
 	// internal/protometa). Other items are decoded whole.

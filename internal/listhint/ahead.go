@@ -99,6 +99,9 @@ func (h *Hint) Take(ctx context.Context, opts metav1.ListOptions) (obj runtime.O
 		return p.obj, p.err, true
 	case <-ctx.Done():
 		p.cancel()
+		h.mu.Lock()
+		h.unused++ // taken, but its answer is not used
+		h.mu.Unlock()
 		return nil, ctx.Err(), true
 	}
 }

@@ -18,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Hint is one LIST's offer. Its methods are safe for concurrent use; a nil
-// *Hint offers nothing.
+// Hint is one LIST's (or one WATCH call's) offer. Its methods are safe
+// for concurrent use; a nil *Hint offers nothing. It travels in the
+// context of the Reflector's calls: a ListerWatcher wrapping ours must
+// not reuse that context for calls whose objects others consume (they
+// might, for one, lack managedFields).
 type Hint struct {
 	// item, if not nil, is run on each decoded item (concurrently).
 	item func(runtime.Object)

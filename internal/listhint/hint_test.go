@@ -178,3 +178,31 @@ func TestItemizedListsAreTold(t *testing.T) {
 		t.Fatal("a closed hint still holds its lists")
 	}
 }
+
+// Pages requested ahead and never used are counted: dropped when the
+// caller went its own way, dropped at Close, or taken while the taker's
+// context ended; pages used are not.
+func TestUnusedPagesAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, h := With(context.Background(), nil, false)
+		quick := func(context.Context) (runtime.Object, error) { return &metav1.List{}, nil }
+		slow := func(ctx context.Context) (runtime.Object, error) { <-ctx.Done(); return nil, ctx.Err() }
+		h.Ahead(opts("a"), quick)
+		if _, err, ok := h.Take(ctx, opts("a")); !ok || err != nil {
+			t.Fatalf("Take(a) = %v, %v", err, ok)
+		}
+		h.Ahead(opts("b"), slow)
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err, ok := h.Take(ended, opts("b")); !ok || err == nil {
+			t.Fatalf("Take(b) with its context ended = %v, %v", err, ok)
+		}
+		h.Ahead(opts("c"), slow)
+		h.Take(ctx, metav1.ListOptions{Limit: 500}) // another page: c is dropped
+		h.Ahead(opts("d"), slow)
+		h.Close() // d is dropped
+		if got := h.Unused(); got != 3 {
+			t.Fatalf("Unused() = %d, want 3 (b, c, d)", got)
+		}
+	})
+}

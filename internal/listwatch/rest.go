@@ -136,7 +136,11 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 		return nil, err
 	}
 	defer body.Close()
-	meta := func(m metav1.ListMeta) { r.aheadOf(h, opts, m.Continue) }
+	meta := func(m metav1.ListMeta) {
+		if ctx.Err() == nil { // a page dropped while it arrives asks for no more
+			r.aheadOf(h, opts, m.Continue)
+		}
+	}
 	in := &readErr{r: body}
 	o := listdecode.Options{Workers: runtime.GOMAXPROCS(0), Meta: meta, Item: h.Item(), Expect: int(opts.Limit),
 		LeaveOutManagedFields: h.LeaveOutManagedFields()}

@@ -9,9 +9,13 @@
 // order and merge each into the value (a message field into the field's
 // value, a repeated one appended), so decoding the bytes around the
 // managedFields entries, in order, gives what decoding all of them gives,
-// but for ManagedFields. Bytes the generated code would refuse (anywhere,
-// the entries left out included) are decoded by it whole, so that the
-// error is its own.
+// but for ManagedFields. Bytes whose fields cannot be told apart, or
+// whose entries the generated code would refuse, are decoded by it whole;
+// any other failure is met by it at the same field as a whole decode
+// meets it: either way the error is its own.
+//
+// Only types of Kubernetes' own API packages are decoded so (see For):
+// another type's Unmarshal might reset the value or post-process it.
 package protometa
 
 import (
@@ -40,11 +44,13 @@ type Decoder struct {
 
 var objectMetaType = reflect.TypeOf(metav1.ObjectMeta{})
 
-// For returns the Decoder of t, a struct type, or nil if t's protobuf
-// field 1 is not an embedded metav1.ObjectMeta or *t has no generated
-// Unmarshal.
+// For returns the Decoder of t, a struct type, or nil if t is not of one
+// of Kubernetes' own API packages (k8s.io/api/…, k8s.io/apimachinery's
+// pkg/apis/…, whose Unmarshal methods are generated), has no Unmarshal,
+// or its protobuf field 1 is not an embedded metav1.ObjectMeta.
 func For(t reflect.Type) *Decoder {
-	if t.Kind() != reflect.Struct || !reflect.PointerTo(t).Implements(reflect.TypeOf((*unmarshaler)(nil)).Elem()) {
+	if t.Kind() != reflect.Struct || !generatedPackage(t.PkgPath()) ||
+		!reflect.PointerTo(t).Implements(reflect.TypeOf((*unmarshaler)(nil)).Elem()) {
 		return nil
 	}
 	for i := 0; i < t.NumField(); i++ {
@@ -56,11 +62,17 @@ func For(t reflect.Type) *Decoder {
 	return nil
 }
 
+// generatedPackage says whether pkg is one of Kubernetes' own API
+// packages.
+func generatedPackage(pkg string) bool {
+	return strings.HasPrefix(pkg, "k8s.io/api/") || strings.HasPrefix(pkg, "k8s.io/apimachinery/pkg/apis/")
+}
+
 // Unmarshal decodes data into dst, an addressable value of the Decoder's
 // type, as its Unmarshal method would, except that no managedFields entry
-// is decoded: dst.ManagedFields is left as it was. Bytes that method
-// would refuse are given to it whole: the error is its own (dst is then
-// as it leaves it, its managedFields included).
+// is decoded: dst.ManagedFields is left as it was. On bytes that method
+// would refuse the error is its own; dst is then partly decoded (with its
+// managedFields when the bytes were given to it whole).
 func (d *Decoder) Unmarshal(data []byte, dst reflect.Value) error {
 	obj := dst.Addr().Interface().(unmarshaler)
 	if !leftOut(data) {

@@ -160,6 +160,7 @@ func TestForTypesWithObjectMetaFirst(t *testing.T) {
 		{corev1.PodList{}, false},
 		{unstructured.Unstructured{}, false},
 		{metav1.ObjectMeta{}, false},
+		{outsider{}, false}, // its package's Unmarshal might not merge
 	} {
 		if got := For(reflect.TypeOf(c.v)) != nil; got != c.want {
 			t.Errorf("For(%T) != nil is %v, want %v", c.v, got, c.want)
@@ -183,3 +184,11 @@ func FuzzAgainstGenerated(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { same(t, data) })
 }
+
+// outsider is a type with ObjectMeta first and an Unmarshal, outside
+// Kubernetes' own API packages.
+type outsider struct {
+	metav1.ObjectMeta `protobuf:"bytes,1,opt,name=metadata"`
+}
+
+func (o *outsider) Unmarshal(data []byte) error { return o.ObjectMeta.Unmarshal(data) }

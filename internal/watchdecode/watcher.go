@@ -25,8 +25,9 @@ type Options struct {
 	// frame that fails, or when Stop comes. (Not called for the ERROR
 	// event a decoding error turns into.)
 	Item func(runtime.Object)
-	// LeaveOutManagedFields says Item drops every object's managedFields,
-	// so that they may be left out: a frame a clientset's protobuf chain
+	// LeaveOutManagedFields says the caller drops every object's
+	// managedFields (in Item or after delivery), so that they may be left
+	// out: a frame a clientset's protobuf chain
 	// would decode into a type whose metadata is its field 1 is decoded
 	// without them (see internal/protometa) when Workers >= 1.
 	LeaveOutManagedFields bool
