@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,10 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 
 	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/listdecode"
+	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/listwatch"
 )
 
@@ -130,5 +135,41 @@ func TestTypedListRequestsTheNextPageWhileTheCurrentOneArrives(t *testing.T) {
 	}
 	if srv.listed != srv.pages {
 		t.Errorf("%d LIST requests for %d pages", srv.listed, srv.pages)
+	}
+}
+
+// A page whose call is cancelled while its body is decoded (dropped, or
+// its LIST given up) asks for no page ahead when its continue token comes.
+func TestACancelledPageRequestsNoMore(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.URL.Query().Get("continue"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"continue":"p2"},"items":[]}`)
+	}))
+	defer hs.Close()
+	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL})
+	hintCtx, h := listhint.With(context.Background(), nil, false)
+	ctx, cancel := context.WithCancel(hintCtx)
+	rest := listwatch.REST{
+		Request: func(opts metav1.ListOptions) *restclient.Request {
+			return cs.CoreV1().RESTClient().Get().Resource("pods").VersionedParams(&opts, scheme.ParameterCodec)
+		},
+		Decode: func(_ context.Context, body io.Reader, o listdecode.Options) (runtime.Object, error) {
+			io.Copy(io.Discard, body)
+			cancel() // the page is dropped while it arrives
+			o.Meta(metav1.ListMeta{Continue: "p2"})
+			return &corev1.PodList{}, nil
+		},
+	}
+	listwatch.NewREST(rest, nil).ListWithContext(ctx, metav1.ListOptions{Limit: 1})
+	h.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 {
+		t.Fatalf("the server was asked for pages %q; want only the first", asked)
 	}
 }
