@@ -167,6 +167,9 @@ func TestACancelledPageRequestsNoMore(t *testing.T) {
 	}
 	listwatch.NewREST(rest, nil).ListWithContext(ctx, metav1.ListOptions{Limit: 1})
 	h.Close()
+	if n := h.Unused(); n != 0 {
+		t.Fatalf("%d pages were requested ahead; want none", n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(asked) != 1 {
