@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache"
@@ -23,10 +25,24 @@ import (
 // creates, updates and deletes, holds objects equal to the server's but
 // for their managedFields, field by field; and ConfigMaps created with
 // equal labels and data hold one map for them per stripe of the share
-// table.
+// table. It runs over JSON and over protobuf, where managedFields are not
+// even decoded.
 func TestLeanObjectsMatchTheServer(t *testing.T) {
 	t.Parallel()
-	cs := client(t, testCluster.admin)
+	for _, enc := range []string{"json", "protobuf"} {
+		t.Run(enc, func(t *testing.T) {
+			t.Parallel()
+			cfg := rest.CopyConfig(testCluster.admin)
+			if enc == "protobuf" {
+				cfg.ContentType = "application/vnd.kubernetes.protobuf"
+				cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+			}
+			leanObjectsMatchTheServer(t, client(t, cfg))
+		})
+	}
+}
+
+func leanObjectsMatchTheServer(t *testing.T, cs *kubernetes.Clientset) {
 	ns := namespace(t, cs)
 	const existing, groups = 120, 4
 	for i := range existing {
