@@ -135,6 +135,12 @@ type decoding struct {
 	media  string
 	sink   *sink
 	called bool // Meta has been called
+	// A JSON body may name its items more than once; encoding/json keeps
+	// the last value. itemsFrom is the index, in the sink, of the last
+	// items array's first item; itemsInEnvelope says the last value was
+	// not an array (null, say) and is the envelope's to decode.
+	itemsFrom       int
+	itemsInEnvelope bool
 }
 
 // wholeBody decodes prefix followed by the rest of the body, read whole.
@@ -262,8 +268,9 @@ func (d *decoding) finish(scanErr error, envelope []byte, itemFirst func(envErr 
 	case itemErr != nil:
 		return nil, itemErr
 	}
-	if d.sink.n > 0 {
-		d.p.setItems(obj, d.sink.items())
+	if n := d.sink.n - d.itemsFrom; n > 0 && !d.itemsInEnvelope {
+		items := d.sink.items()
+		d.p.setItems(obj, items.Slice(d.itemsFrom, items.Len()))
 	}
 	if u, ok := obj.(*unstructured.UnstructuredList); ok {
 		fillKinds(u.Items, u)

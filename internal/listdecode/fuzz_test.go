@@ -32,6 +32,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(protobufOf(f, pm, metaScheme), uint8(3))
 	f.Add([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}`), uint8(0))
 	f.Add([]byte(`{"items":[{"metadata":{"name":"a"}}],"kind":"PodList","apiVersion":"v1"}`), uint8(0))
+	twice := `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"a"}}],"items":[{"metadata":{"name":"b"}}]}`
+	f.Add([]byte(twice), uint8(0))
+	f.Add([]byte(twice), uint8(2))
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		tgt := fuzzTargets[int(which)%len(fuzzTargets)]
 		want, wantErr := clientGo(t, tgt, contentTypeOf(body), body)

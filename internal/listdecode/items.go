@@ -110,6 +110,9 @@ type itemErrors struct {
 	mu                   sync.Mutex
 	syntax, hard, saved  error
 	syntaxAt, hardAt, at int
+	// floor is the first item whose errors other than syntax count (see
+	// from).
+	floor int
 }
 
 func newItemErrors(isJSON, typed bool) *itemErrors {
@@ -146,8 +149,23 @@ func (e *itemErrors) add(i int, data []byte, err error, checkOnly bool) {
 func (e *itemErrors) set(dst *error, at *int, i int, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if i < *at {
+	if i < *at && (dst == &e.syntax || i >= e.floor) {
 		*dst, *at = err, i
+	}
+}
+
+// from makes the errors of items before i, but their syntax errors, count
+// no more, those already recorded and those still to come: items the
+// client only parses (see jsonSplit.lastItems).
+func (e *itemErrors) from(i int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.floor = i
+	if e.hardAt < i {
+		e.hard, e.hardAt = nil, math.MaxInt
+	}
+	if e.at < i {
+		e.saved, e.at = nil, math.MaxInt
 	}
 }
 

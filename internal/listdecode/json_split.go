@@ -3,14 +3,10 @@ package listdecode
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
-
-// errDuplicateItems: a JSON body with its items key twice.
-var errDuplicateItems = errors.New("listdecode: the JSON list has more than one items array")
 
 // jsonSplit splits a JSON list body: the items of its items array go to
 // the sink as they arrive; everything else, with the array left empty
@@ -86,12 +82,18 @@ func (s *jsonSplit) member(prefix string) error {
 	}
 	s.env = append(s.env, ':')
 	in.skipSpace()
-	if c, ok := in.peek(); ok && c == '[' && name == s.d.p.jsonItems {
-		if s.arrays == 0 && !s.d.p.streams(s.apiVersion, s.kind, s.kindSeen && s.verSeen && s.typeOK) {
-			s.whole = true
-			return nil
+	if name == s.d.p.jsonItems {
+		if c, ok := in.peek(); ok && c == '[' {
+			if s.arrays == 0 && !s.d.p.streams(s.apiVersion, s.kind, s.kindSeen && s.verSeen && s.typeOK) {
+				s.whole = true
+				return nil
+			}
+			s.lastItems(false)
+			return s.items()
 		}
-		return s.items()
+		if s.arrays > 0 {
+			s.lastItems(true)
+		}
 	}
 	in.mark = in.pos
 	if err := in.value(`{"a":`, 1); err != nil {
@@ -119,6 +121,19 @@ func (s *jsonSplit) note(name string, val []byte) {
 	}
 }
 
+// lastItems notes an items member after which the list's items are the
+// array about to be scanned, or (inEnvelope) the member's value, which is
+// no array. As encoding/json keeps the last value of a key, the items of
+// arrays before are dropped; those the dynamic client would only have
+// parsed (into a map, before it reads the last array) then fail nothing
+// but for their syntax.
+func (s *jsonSplit) lastItems(inEnvelope bool) {
+	s.d.itemsFrom, s.d.itemsInEnvelope = s.d.sink.n, inEnvelope
+	if s.arrays > 0 && s.d.p.mode == unstructuredMode {
+		s.d.sink.errs.from(s.d.sink.n)
+	}
+}
+
 // items scans the items array, handing each item to the sink; the
 // envelope gets an empty array.
 func (s *jsonSplit) items() error {
@@ -126,9 +141,6 @@ func (s *jsonSplit) items() error {
 	in.pos++
 	s.env = append(s.env, '[')
 	s.arrays++
-	if s.arrays > 1 {
-		return errDuplicateItems
-	}
 	in.skipSpace()
 	if c, ok := in.peek(); ok && c == ']' {
 		in.pos++
