@@ -46,7 +46,8 @@ type Options struct {
 	Meta func(metav1.ListMeta)
 	// Item, if set, is called with each item right after it is decoded,
 	// on the goroutine that decoded it (a worker, or the calling goroutine):
-	// it must be safe for concurrent use. It may change the item (e.g.
+	// it must be safe for concurrent use. Every item of the list Decode
+	// returns has been through it. It may change the item (e.g.
 	// share its strings) but not keep it: the item is an element of the
 	// storage that becomes, or is copied into, the list's Items. Unstructured items get the list's
 	// kind and apiVersion (when they have neither) only after that.
@@ -153,17 +154,20 @@ func (d *decoding) wholeBody(prefix []byte) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.eachItem(obj)
 	if listed {
-		d.eachItem(obj)
 		d.lateMeta(obj)
 	}
 	return obj, nil
 }
 
-// eachItem calls Item, if set, on each item of a list decoded whole, on
-// the calling goroutine.
+// eachItem calls Item, if set, on each item of list, decoded whole, on
+// the calling goroutine: any list of the plan's type Decode returns (the
+// metadata client's fallback to a list of another kind, decoded as
+// PartialObjectMetadataList, included), so that every item it returns
+// has been through Item.
 func (d *decoding) eachItem(list runtime.Object) {
-	if d.o.Item == nil {
+	if d.o.Item == nil || reflect.TypeOf(list) != reflect.PointerTo(d.p.listType) {
 		return
 	}
 	items := reflect.ValueOf(list).Elem().Field(d.p.itemsIdx)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/kreflector/cache/internal/lean"
 	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/listwatch"
 	"github.com/kreflector/cache/internal/podgen"
@@ -115,6 +119,48 @@ func TestWatchLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
 		// decode of its first Pod, which keeps them.
 		if leaveOut && with > min(goruntime.GOMAXPROCS(0), n-1) || !leaveOut && with != n {
 			t.Fatalf("leaving out %v: %d of %d Pods have managedFields", leaveOut, with, n)
+		}
+	}
+}
+
+// A server that answers the metadata client's LIST with the full objects
+// (it ignores the PartialObjectMetadataList it was asked for, as some
+// aggregated API servers do) gets a list the client decodes as
+// PartialObjectMetadata: its items go through the hint's item function
+// all the same, since the list is marked as having been through it.
+func TestMetadataFallbackItemsGoThroughTheItemFunction(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "9"}}
+	for i := range 3 {
+		list.Items = append(list.Items, *podgen.Pod(i, 9))
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	defer hs.Close()
+	mc := metadata.NewForConfigOrDie(&restclient.Config{Host: hs.URL})
+	lw := listwatch.Metadata(mc, corev1.SchemeGroupVersion.WithResource("pods"), "", nil)
+	var seen atomic.Int32
+	ctx, h := listhint.With(context.Background(), func(obj runtime.Object) {
+		seen.Add(1)
+		lean.DropManagedFields(obj)
+	}, false)
+	defer h.Close()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*metav1.PartialObjectMetadataList).Items
+	if len(items) != 3 || seen.Load() != 3 || !h.TookItems(obj) {
+		t.Fatalf("%d items, %d through the item function, list marked %v; want 3, 3, true", len(items), seen.Load(), h.TookItems(obj))
+	}
+	for _, p := range items {
+		if p.ManagedFields != nil {
+			t.Fatalf("%s kept its managedFields", p.Name)
 		}
 	}
 }
