@@ -135,8 +135,12 @@ func (r *ringWithCaches) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(logr.NewContext(ctx, r.log))
 	defer cancel()
 	ran := make(chan error, 1)
-	go func() { ran <- r.Ring.Run(ctx) }()
-	if err := r.check(ctx); err != nil {
+	running, returned := context.WithCancel(ctx)
+	go func() {
+		ran <- r.Ring.Run(ctx)
+		returned()
+	}()
+	if err := r.check(running); err != nil {
 		cancel()
 		<-ran
 		return err
@@ -144,16 +148,17 @@ func (r *ringWithCaches) Start(ctx context.Context) error {
 	return <-ran
 }
 
-// check waits until the ring is formed, or giveUp has passed, or ctx ends.
-// It returns the ring's error if by giveUp the ring is not ready or is
+// check waits until the ring is formed, or giveUp has passed, or running
+// ends (the manager stops, or Run returned: its error is Start's). It
+// returns the ring's error if by giveUp the ring is not ready or is
 // fenced and the manager has started its caches; otherwise nil, having
 // logged the error (and let the liveness check fail) if the manager is
 // still waiting for its caches.
-func (r *ringWithCaches) check(ctx context.Context) error {
-	wctx, cancel := context.WithTimeout(ctx, r.giveUp)
+func (r *ringWithCaches) check(running context.Context) error {
+	wctx, cancel := context.WithTimeout(running, r.giveUp)
 	defer cancel()
 	err := r.Ring.WaitForSync(wctx)
-	if err == nil || ctx.Err() != nil {
+	if err == nil || running.Err() != nil {
 		return nil
 	}
 	if s := r.Ring.Status(); s.Ready && !s.Fenced {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -205,4 +206,43 @@ func TestLivenessNeedsFailingCalls(t *testing.T) {
 	if err := rc.alive(nil); err != nil {
 		t.Fatalf("alive while stuck on a ring whose calls do not fail: %v", err)
 	}
+}
+
+// A ring whose Run returns at once (here, already running elsewhere, as
+// when mgr.Add(r) came on top of AddRing) ends AddRing's runnable with
+// Run's error at once, not after the give-up time, even while the ring
+// cannot form (its Leases forbidden).
+func TestRunsErrorEndsTheRunnableAtOnce(t *testing.T) {
+	leases := fake.NewClientset()
+	leases.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC: access denied"))
+	})
+	r, err := ring.New(ring.Config{Client: leases.CoordinationV1(), Namespace: "ring", Name: "twice", Identity: "a", Buckets: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	go func() { first <- r.Run(ctx) }()
+	for !r.Status().Started {
+		select {
+		case err := <-first:
+			t.Fatalf("the first Run returned: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	rc := &ringWithCaches{Ring: r, giveUp: time.Hour, cachesStarted: make(chan struct{}), log: logr.Discard()}
+	done := make(chan error, 1)
+	go func() { done <- rc.Start(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Fatalf("the runnable ended with %v; want Run's error", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the runnable waited for the give-up time although Run had returned")
+	}
+	cancel()
+	<-first
 }
