@@ -38,15 +38,7 @@ import (
 // returned switch is on (it starts on).
 func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Duration, probes string) (manager.Manager, *ring.Ring, *atomic.Bool) {
 	t.Helper()
-	var forbidden atomic.Bool
-	forbidden.Store(true)
-	leases := fake.NewClientset()
-	leases.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if !forbidden.Load() {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC: access denied"))
-	})
+	leases, forbidden := forbiddenLeases()
 	r, err := ring.New(ring.Config{Client: leases.CoordinationV1(), Namespace: "ring", Name: "forbidden", Identity: "a", Buckets: 16,
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond})
 	if err != nil {
@@ -68,7 +60,22 @@ func forbiddenRingManager(t *testing.T, cfg *rest.Config, syncTimeout time.Durat
 	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Named("configmaps").Complete(got); err != nil {
 		t.Fatal(err)
 	}
-	return mgr, r, &forbidden
+	return mgr, r, forbidden
+}
+
+// forbiddenLeases is a fake clientset whose Lease calls are all refused
+// with 403 while the returned switch is on (it starts on).
+func forbiddenLeases() (*fake.Clientset, *atomic.Bool) {
+	forbidden := &atomic.Bool{}
+	forbidden.Store(true)
+	leases := fake.NewClientset()
+	leases.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if !forbidden.Load() {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC: access denied"))
+	})
+	return leases, forbidden
 }
 
 // A manager whose ring's Leases are forbidden ends with the ring's cause
@@ -213,10 +220,7 @@ func TestLivenessNeedsFailingCalls(t *testing.T) {
 // Run's error at once, not after the give-up time, even while the ring
 // cannot form (its Leases forbidden).
 func TestRunsErrorEndsTheRunnableAtOnce(t *testing.T) {
-	leases := fake.NewClientset()
-	leases.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC: access denied"))
-	})
+	leases, _ := forbiddenLeases()
 	r, err := ring.New(ring.Config{Client: leases.CoordinationV1(), Namespace: "ring", Name: "twice", Identity: "a", Buckets: 16})
 	if err != nil {
 		t.Fatal(err)

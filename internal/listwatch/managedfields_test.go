@@ -19,12 +19,27 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	restclient "k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache/internal/lean"
 	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/listwatch"
 	"github.com/kreflector/cache/internal/podgen"
 )
+
+// protobufPods is the ListWatch of a protobuf clientset's Pods on a server
+// that answers every request with body, of the given Content-Type; the
+// server is closed when t ends.
+func protobufPods(t *testing.T, contentType string, body []byte) *clientgocache.ListWatch {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Write(body)
+	}))
+	t.Cleanup(hs.Close)
+	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	return listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+}
 
 // A LIST under a hint that says managedFields are dropped anyway decodes
 // protobuf Pods without them, even with no item function to drop them;
@@ -38,14 +53,7 @@ func TestListLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
 	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
-		w.Write(body.Bytes())
-	}))
-	defer hs.Close()
-	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
-	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+	lw := protobufPods(t, "application/vnd.kubernetes.protobuf", body.Bytes())
 	for _, leaveOut := range []bool{false, true} {
 		ctx, h := listhint.With(context.Background(), nil, leaveOut)
 		obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
@@ -85,14 +93,7 @@ func TestWatchLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
 		stream.Write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
 		stream.Write(frame)
 	}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
-		w.Write(stream.Bytes())
-	}))
-	defer hs.Close()
-	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
-	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+	lw := protobufPods(t, "application/vnd.kubernetes.protobuf;stream=watch", stream.Bytes())
 	for _, leaveOut := range []bool{false, true} {
 		ctx, h := listhint.With(context.Background(), nil, leaveOut)
 		w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "9"})

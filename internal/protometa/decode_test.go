@@ -1,6 +1,7 @@
 package protometa
 
 import (
+	"encoding/binary"
 	"reflect"
 	"testing"
 
@@ -78,14 +79,7 @@ func metaField1(meta []byte) []byte {
 	return append(append([]byte{metaField<<3 | wireBytes}, uvarint(len(meta))...), meta...)
 }
 
-func uvarint(n int) []byte {
-	var b []byte
-	for n >= 0x80 {
-		b = append(b, byte(n)|0x80)
-		n >>= 7
-	}
-	return append(b, byte(n))
-}
+func uvarint(n int) []byte { return binary.AppendUvarint(nil, uint64(n)) }
 
 // Metadata in several fields, entries among its other fields, fields
 // before and after it: all merge as the generated code merges them.

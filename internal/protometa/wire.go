@@ -21,11 +21,11 @@ type field struct {
 	body       []byte
 }
 
-// varint reads a varint at data[i:] as the generated code does (at most
+// Varint reads a varint at data[i:] as the generated code does (at most
 // ten bytes, the last not checked for overflow), returning it and the
 // index after it; ok is false if it does not end within data or is
 // longer.
-func varint(data []byte, i int) (v uint64, next int, ok bool) {
+func Varint(data []byte, i int) (v uint64, next int, ok bool) {
 	for shift := uint(0); shift < 64; shift += 7 {
 		if i >= len(data) {
 			return 0, 0, false
@@ -45,7 +45,7 @@ func varint(data []byte, i int) (v uint64, next int, ok bool) {
 // where it would read a group or an unknown wire type: such data is left
 // to it.
 func next(data []byte, i int) (f field, ok bool) {
-	tag, j, ok := varint(data, i)
+	tag, j, ok := Varint(data, i)
 	if !ok {
 		return f, false
 	}
@@ -55,7 +55,7 @@ func next(data []byte, i int) (f field, ok bool) {
 	}
 	switch f.wire {
 	case wireVarint:
-		if _, j, ok = varint(data, j); !ok {
+		if _, j, ok = Varint(data, j); !ok {
 			return f, false
 		}
 	case wireFixed64:
@@ -64,7 +64,7 @@ func next(data []byte, i int) (f field, ok bool) {
 		j += 4
 	case wireBytes:
 		var n uint64
-		if n, j, ok = varint(data, j); !ok || int(n) < 0 || j+int(n) < 0 {
+		if n, j, ok = Varint(data, j); !ok || int(n) < 0 || j+int(n) < 0 {
 			return f, false
 		}
 		f.body = data[j:min(j+int(n), len(data))]

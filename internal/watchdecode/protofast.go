@@ -197,24 +197,12 @@ func protoFields(msg []byte, out [][]byte) bool {
 		if tag >= 0x80 || wire != 2 || n < 1 || n > len(out) || out[n-1] != nil {
 			return false
 		}
-		size, used := protoVarint(msg[1:])
-		if used == 0 || size > uint64(len(msg)-1-used) {
+		size, start, ok := protometa.Varint(msg, 1)
+		if !ok || size > uint64(len(msg)-start) {
 			return false
 		}
-		start := 1 + used
 		out[n-1] = msg[start : start+int(size) : start+int(size)]
 		msg = msg[start+int(size):]
 	}
 	return true
-}
-
-// protoVarint reads a varint of at most 10 bytes; used 0 if b holds none.
-func protoVarint(b []byte) (v uint64, used int) {
-	for i := 0; i < len(b) && i < 10; i++ {
-		v |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }
