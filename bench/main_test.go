@@ -4,7 +4,8 @@
 // watchpath_bench_test.go, with the kit in benchkit_test.go), the
 // memory benchmark, one process per implementation (mem*_test.go), and
 // the cold-start benchmark through a real clientset over HTTP, one
-// process per cell (cold*_test.go). It
+// process per cell (cold*_test.go), with the bound under it measured
+// without HTTP (coldbound_test.go). It
 // uses only the exported API of package cache and has no non-test files;
 // the realistic Pods come from internal/podgen. See docs/benchmarks.md.
 package bench
