@@ -1,0 +1,255 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache"
+	"github.com/kreflector/cache/internal/podgen"
+)
+
+// coldPods is how many realistic Pods the cold-start comparison syncs.
+const coldPods = 2000
+
+// TestColdStartMatchesClientGo syncs coldPods realistic Pods (podgen's,
+// status included) from the real kube-apiserver from scratch, once with
+// client-go's Reflector on client-go's ListWatch and once with ours on
+// ours, which decodes the items on every core and requests pages ahead,
+// then once more with ours lean (ShareStrings, ShareMaps,
+// DropManagedFields, done on the decoding goroutines): over JSON and
+// protobuf, by WatchList, by a LIST at RV "0" (answered whole by the watch
+// cache, whatever the limit) and by a paginated LIST (RV "", 500 a page).
+// In each case all three make the same requests, ours holds Pods
+// deep-equal to client-go's, as many as the server has, and ours lean
+// the same but for managedFields. The sync times are logged side by side
+// (figures, not checked: hack/e2e.sh runs the suite under the race
+// detector, which slows both implementations, not equally). It runs
+// alone: its 18 syncs of realistic Pods under the race detector would
+// take the two cores from the parallel tests that time faults.
+func TestColdStartMatchesClientGo(t *testing.T) {
+	ns := coldNamespace(t, client(t, testCluster.admin))
+	for _, enc := range []string{"json", "protobuf"} {
+		cs := client(t, encodingConfig(testCluster.admin, enc))
+		for _, mode := range []string{"watchlist", "list-rv0", "paginated"} {
+			t.Run(enc+"/"+mode, func(t *testing.T) { coldCase(t, cs, ns, mode) })
+		}
+	}
+}
+
+// coldCase is one case of TestColdStartMatchesClientGo.
+func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
+	theirs := coldSync(t, coldLW(clientgocache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
+		func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
+			return clientgocache.NewReflectorWithOptions(lw, &corev1.Pod{}, s, clientgocache.ReflectorOptions{Name: "client-go"})
+		})
+	ourSync := func(o cache.ReflectorOptions) coldResult {
+		return coldSync(t, coldLW(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
+			func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
+				return cache.NewReflectorWithOptions(lw, &corev1.Pod{}, s, o)
+			})
+	}
+	ours := ourSync(cache.ReflectorOptions{Name: "ours"})
+	lean := ourSync(cache.ReflectorOptions{Name: "ours-lean", ShareStrings: true, ShareMaps: true, DropManagedFields: true})
+	t.Logf("%d Pods, %s: client-go synced in %v, ours in %v (%.2fx), ours lean in %v (%.2fx); requests:\n  %s",
+		len(ours.objs), mode, theirs.took.Round(time.Millisecond),
+		ours.took.Round(time.Millisecond), ours.took.Seconds()/theirs.took.Seconds(),
+		lean.took.Round(time.Millisecond), lean.took.Seconds()/theirs.took.Seconds(), strings.Join(ours.calls, "\n  "))
+	for _, r := range []struct {
+		name  string
+		calls []string
+	}{{"ours", ours.calls}, {"ours lean", lean.calls}} {
+		if !slices.Equal(r.calls, theirs.calls) {
+			t.Errorf("requests differ\nclient-go:\n  %s\n%s:\n  %s", strings.Join(theirs.calls, "\n  "), r.name, strings.Join(r.calls, "\n  "))
+		}
+	}
+	if len(theirs.objs) != coldPods {
+		t.Fatalf("client-go's store holds %d Pods, the server %d", len(theirs.objs), coldPods)
+	}
+	assertSamePods(t, "ours", theirs.objs, ours.objs, false)
+	assertSamePods(t, "ours lean", theirs.objs, lean.objs, true)
+}
+
+// encodingConfig is cfg asking for enc: "json" (a clientset's default
+// when built from a plain config) or "protobuf", as a clientset built for
+// Kubernetes' own types asks by default.
+func encodingConfig(cfg *rest.Config, enc string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if enc == "protobuf" {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
+	return cfg
+}
+
+// coldLW wraps lw for mode: it records the calls, refuses WatchList
+// unless mode is "watchlist", and in mode "paginated" asks for a first
+// LIST at RV "" where the Reflector asks for RV "0" (see pagingLW).
+func coldLW(lw cache.ListerWatcherWithContext, mode string) *recordingLW {
+	if mode == "paginated" {
+		lw = consistentLists{lw}
+	}
+	return &recordingLW{lw: lw, noStream: mode != "watchlist", watched: make(chan struct{})}
+}
+
+// consistentLists turns a first LIST at RV "0" into one at RV "": a
+// consistent read, which the server paginates.
+type consistentLists struct{ cache.ListerWatcherWithContext }
+
+func (l consistentLists) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if o.ResourceVersion == "0" && o.Continue == "" {
+		o.ResourceVersion = ""
+	}
+	return l.ListerWatcherWithContext.ListWithContext(ctx, o)
+}
+
+// coldResult is one cold sync: the calls made until the watch was open,
+// what the store held then, and the time from Run to the end of the
+// initial sync.
+type coldResult struct {
+	calls []string
+	objs  []interface{}
+	took  time.Duration
+}
+
+// coldSync runs the Reflector newReflector makes on lw until it has
+// synced and opened its watch, then stops it.
+func coldSync(t *testing.T, lw *recordingLW, newReflector func(cache.ListerWatcher, cache.ReflectorStore) reflector) coldResult {
+	t.Helper()
+	s := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	store := track(s)
+	r := newReflector(lw, store)
+	stop, done := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() { r.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	ctx, cancel := context.WithTimeout(t.Context(), minute)
+	defer cancel()
+	err := store.n.waitUntil(ctx, func() bool {
+		_, listRV, _ := store.state()
+		return listRV != ""
+	})
+	if err != nil {
+		t.Fatalf("not synced within a minute: %v", err)
+	}
+	took := time.Since(start)
+	select {
+	case <-lw.watched:
+	case <-ctx.Done():
+		t.Fatalf("no watch opened within a minute")
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return coldResult{calls: slices.Clone(lw.calls), objs: s.List(), took: took}
+}
+
+// assertSamePods fails t unless got (the store named name) holds, key for
+// key, Pods deep-equal (reflect.DeepEqual: the same Go values, not only
+// equal JSON) to those client-go's holds, or, with noManagedFields, to
+// those with their managedFields dropped.
+func assertSamePods(t *testing.T, name string, theirs, got []interface{}, noManagedFields bool) {
+	t.Helper()
+	byKey := make(map[string]*corev1.Pod, len(theirs))
+	for _, o := range theirs {
+		p := o.(*corev1.Pod)
+		if noManagedFields {
+			p = p.DeepCopy()
+			p.ManagedFields = nil
+		}
+		byKey[p.Namespace+"/"+p.Name] = p
+	}
+	if len(got) != len(theirs) {
+		t.Errorf("%s holds %d Pods, client-go's store %d", name, len(got), len(theirs))
+	}
+	var differ []string
+	for _, o := range got {
+		p := o.(*corev1.Pod)
+		if want, ok := byKey[p.Namespace+"/"+p.Name]; !ok || !reflect.DeepEqual(want, p) {
+			differ = append(differ, fmt.Sprintf("%s/%s (in client-go's store: %v)", p.Namespace, p.Name, ok))
+		}
+	}
+	if len(differ) > 0 {
+		t.Errorf("%d Pods of %s differ from client-go's; the first:\n  %s", len(differ), name, strings.Join(differ[:min(maxDiffs, len(differ))], "\n  "))
+	}
+}
+
+// cold holds the namespace of coldPods Pods the cold-start test reads; it
+// is made once.
+var cold struct {
+	once sync.Once
+	ns   string
+	err  error
+}
+
+// coldNamespace returns the namespace of coldPods realistic Pods, making
+// it on first use: its ServiceAccount "default", then each Pod created
+// and given its status, 16 at a time.
+func coldNamespace(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	cold.once.Do(func() {
+		ctx := context.WithoutCancel(t.Context())
+		cold.ns = namespace(t, cs)
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+		if _, cold.err = cs.CoreV1().ServiceAccounts(cold.ns).Create(ctx, sa, metav1.CreateOptions{}); cold.err == nil {
+			cold.err = inParallel(coldPods, 16, func(i int) error { return createRealisticPod(ctx, cs, cold.ns, i) })
+		}
+	})
+	if cold.err != nil {
+		t.Fatalf("namespace of %d Pods: %v", coldPods, cold.err)
+	}
+	return cold.ns
+}
+
+// createRealisticPod creates podgen's Pod i in ns (its server-set fields
+// cleared, its ServiceAccount "default") and sets its status.
+func createRealisticPod(ctx context.Context, cs kubernetes.Interface, ns string, i int) error {
+	p := podgen.Pod(i, 1)
+	status := p.Status
+	p.Namespace, p.ResourceVersion, p.UID = ns, "", ""
+	p.CreationTimestamp, p.ManagedFields, p.Status = metav1.Time{}, nil, corev1.PodStatus{}
+	p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "default", "default"
+	created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating Pod %s: %w", p.Name, err)
+	}
+	created.Status = status
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("setting Pod %s's status: %w", p.Name, err)
+	}
+	return nil
+}
+
+// inParallel runs f(0) … f(n-1), at most width at once, and returns the
+// first error.
+func inParallel(n, width int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, width)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
