@@ -35,13 +35,16 @@ const coldPods = 2000
 // DropManagedFields, done on the decoding goroutines): over JSON and
 // protobuf, by WatchList, by a LIST at RV "0" (answered whole by the watch
 // cache, whatever the limit) and by a paginated LIST (RV "", 500 a page).
-// In each case all three make the same requests, ours holds Pods
-// deep-equal to client-go's, as many as the server has, and ours lean
-// the same but for managedFields. The sync times are logged side by side
+// In each case the calls to the ListerWatcher are those the mode names
+// and the same for all three; ours used every page it requested ahead
+// (so the server got exactly those calls); ours holds Pods deep-equal to
+// client-go's, as many as a LIST of the server has, and ours lean the
+// same but for managedFields. The sync times are logged side by side
 // (figures, not checked: hack/e2e.sh runs the suite under the race
 // detector, which slows both implementations, not equally). It runs
-// alone: its 18 syncs of realistic Pods under the race detector would
-// take the two cores from the parallel tests that time faults.
+// alone, with the sequential tests: its 18 syncs of realistic Pods would
+// take the two cores from the parallel tests, and theirs would blur its
+// times.
 func TestColdStartMatchesClientGo(t *testing.T) {
 	ns := coldNamespace(t, client(t, testCluster.admin))
 	for _, enc := range []string{"json", "protobuf"} {
@@ -52,7 +55,8 @@ func TestColdStartMatchesClientGo(t *testing.T) {
 	}
 }
 
-// coldCase is one case of TestColdStartMatchesClientGo.
+// coldCase is one case of TestColdStartMatchesClientGo: the three syncs
+// of ns in mode through cs, and every check the test names.
 func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
 	theirs := coldSync(t, coldLW(clientgocache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
 		func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
@@ -78,16 +82,55 @@ func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
 			t.Errorf("requests differ\nclient-go:\n  %s\n%s:\n  %s", strings.Join(theirs.calls, "\n  "), r.name, strings.Join(r.calls, "\n  "))
 		}
 	}
-	if len(theirs.objs) != coldPods {
-		t.Fatalf("client-go's store holds %d Pods, the server %d", len(theirs.objs), coldPods)
+	assertColdCalls(t, mode, theirs.calls)
+	for _, r := range []coldResult{ours, lean} {
+		assertInitialSync(t, r.stats, mode == "watchlist", coldPods)
+		if r.stats.ListPagesUnused != 0 {
+			t.Errorf("ours requested %d pages ahead that it did not use", r.stats.ListPagesUnused)
+		}
+	}
+	server, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs.objs) != len(server.Items) {
+		t.Fatalf("client-go's store holds %d Pods, the server %d", len(theirs.objs), len(server.Items))
 	}
 	assertSamePods(t, "ours", theirs.objs, ours.objs, false)
 	assertSamePods(t, "ours lean", theirs.objs, lean.objs, true)
 }
 
-// encodingConfig is cfg asking for enc: "json" (a clientset's default
-// when built from a plain config) or "protobuf", as a clientset built for
-// Kubernetes' own types asks by default.
+// assertColdCalls fails t unless calls are what mode makes: a WatchList
+// (one WATCH asking for the initial events, no LIST), one LIST at RV "0",
+// or a LIST continued page after page.
+func assertColdCalls(t *testing.T, mode string, calls []string) {
+	t.Helper()
+	lists, continued := 0, 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, "LIST ") {
+			lists++
+			if strings.Contains(c, "continue=true") {
+				continued++
+			}
+		}
+	}
+	var ok bool
+	switch mode {
+	case "watchlist":
+		ok = len(calls) > 0 && strings.HasPrefix(calls[0], "WATCH ") && strings.Contains(calls[0], "initial=true") && lists == 0
+	case "list-rv0":
+		ok = lists == 1 && strings.Contains(calls[0], "LIST rv=N ")
+	case "paginated":
+		ok = lists == (coldPods+499)/500 && continued == lists-1
+	}
+	if !ok {
+		t.Errorf("%s: the calls are not those of the mode:\n  %s", mode, strings.Join(calls, "\n  "))
+	}
+}
+
+// encodingConfig is cfg asking for enc: "json" (what a config with no
+// content type gets) or "protobuf" (what a clientset built for Kubernetes'
+// own types asks for when told to prefer it, as controllers usually are).
 func encodingConfig(cfg *rest.Config, enc string) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	if enc == "protobuf" {
@@ -111,6 +154,8 @@ func coldLW(lw cache.ListerWatcherWithContext, mode string) *recordingLW {
 // consistent read, which the server paginates.
 type consistentLists struct{ cache.ListerWatcherWithContext }
 
+// ListWithContext lists at RV "" where a first LIST asks for RV "0", and
+// as asked otherwise.
 func (l consistentLists) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	if o.ResourceVersion == "0" && o.Continue == "" {
 		o.ResourceVersion = ""
@@ -119,12 +164,13 @@ func (l consistentLists) ListWithContext(ctx context.Context, o metav1.ListOptio
 }
 
 // coldResult is one cold sync: the calls made until the watch was open,
-// what the store held then, and the time from Run to the end of the
-// initial sync.
+// what the store held then, the time from Run to the end of the initial
+// sync, and for our Reflector its Stats then.
 type coldResult struct {
 	calls []string
 	objs  []interface{}
 	took  time.Duration
+	stats cache.Stats
 }
 
 // coldSync runs the Reflector newReflector makes on lw until it has
@@ -153,9 +199,14 @@ func coldSync(t *testing.T, lw *recordingLW, newReflector func(cache.ListerWatch
 	case <-ctx.Done():
 		t.Fatalf("no watch opened within a minute")
 	}
+	res := coldResult{objs: s.List(), took: took}
+	if ours, ok := r.(*cache.Reflector); ok {
+		res.stats = ours.Stats()
+	}
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	return coldResult{calls: slices.Clone(lw.calls), objs: s.List(), took: took}
+	res.calls = slices.Clone(lw.calls)
+	return res
 }
 
 // assertSamePods fails t unless got (the store named name) holds, key for
@@ -188,31 +239,20 @@ func assertSamePods(t *testing.T, name string, theirs, got []interface{}, noMana
 	}
 }
 
-// cold holds the namespace of coldPods Pods the cold-start test reads; it
-// is made once.
-var cold struct {
-	once sync.Once
-	ns   string
-	err  error
-}
-
-// coldNamespace returns the namespace of coldPods realistic Pods, making
-// it on first use: its ServiceAccount "default", then each Pod created
-// and given its status, 16 at a time.
+// coldNamespace makes a namespace of coldPods realistic Pods: its
+// ServiceAccount "default", then each Pod created and given its status, 16
+// at a time.
 func coldNamespace(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
-	cold.once.Do(func() {
-		ctx := context.WithoutCancel(t.Context())
-		cold.ns = namespace(t, cs)
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-		if _, cold.err = cs.CoreV1().ServiceAccounts(cold.ns).Create(ctx, sa, metav1.CreateOptions{}); cold.err == nil {
-			cold.err = inParallel(coldPods, 16, func(i int) error { return createRealisticPod(ctx, cs, cold.ns, i) })
-		}
-	})
-	if cold.err != nil {
-		t.Fatalf("namespace of %d Pods: %v", coldPods, cold.err)
+	ns := namespace(t, cs)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ServiceAccount %s/default: %v", ns, err)
 	}
-	return cold.ns
+	if err := inParallel(coldPods, 16, func(i int) error { return createRealisticPod(t.Context(), cs, ns, i) }); err != nil {
+		t.Fatalf("namespace of %d Pods: %v", coldPods, err)
+	}
+	return ns
 }
 
 // createRealisticPod creates podgen's Pod i in ns (its server-set fields
@@ -234,8 +274,8 @@ func createRealisticPod(ctx context.Context, cs kubernetes.Interface, ns string,
 	return nil
 }
 
-// inParallel runs f(0) … f(n-1), at most width at once, and returns the
-// first error.
+// inParallel runs f(0) … f(n-1), at most width at once, every one of them
+// even after an error, and returns the first error.
 func inParallel(n, width int, f func(i int) error) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

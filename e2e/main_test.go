@@ -7,8 +7,10 @@
 // to that directory, and always stops them and removes it afterwards.
 //
 // Tests that stop and start a server (through cluster.sh, as the script
-// does) are sequential and leave the cluster ready; every other test calls
-// t.Parallel, so that Go runs them only after the sequential ones.
+// does) are sequential and leave the cluster ready, as are those that
+// must run alone (they compact etcd, time faults or take both cores for a
+// while); every other test calls t.Parallel, so that Go runs them only
+// after the sequential ones.
 package e2e
 
 import (
