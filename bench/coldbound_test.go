@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -168,16 +167,6 @@ func faultIn(n int) {
 	runtime.GC()
 }
 
-// processTimes is the process's user and system CPU time so far; both are
-// 0 if the kernel does not say (getrusage cannot fail for RUSAGE_SELF).
-func processTimes() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-}
-
 // boundHalves runs part on [0, n/2) and [n/2, n) at once.
 func boundHalves(n int, part func(lo, hi int) error) error {
 	var wg sync.WaitGroup
@@ -218,11 +207,7 @@ func printBoundTable(runs int, results map[boundChildConfig][]boundResult) {
 			memory = "faulted in"
 		}
 		med := func(way string, f func(boundResult) float64) float64 {
-			var vs []float64
-			for _, r := range results[boundChildConfig{Way: way, N: boundPods, Faulted: faulted}] {
-				vs = append(vs, f(r))
-			}
-			return middle(vs)
+			return medianOf(results[boundChildConfig{Way: way, N: boundPods, Faulted: faulted}], f)
 		}
 		base := med(boundWays[0], boundWall)
 		for _, way := range boundWays {

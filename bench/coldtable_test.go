@@ -12,13 +12,7 @@ import (
 // encoding, mode and GOMAXPROCS.
 
 // coldMedian is the median of f over rs.
-func coldMedian(rs []coldResult, f func(coldResult) float64) float64 {
-	vs := make([]float64, len(rs))
-	for i, r := range rs {
-		vs[i] = f(r)
-	}
-	return middle(vs)
-}
+func coldMedian(rs []coldResult, f func(coldResult) float64) float64 { return medianOf(rs, f) }
 
 func coldSyncS(r coldResult) float64 { return r.SyncSeconds }
 func coldCPU(r coldResult) float64   { return r.SyncCPU }

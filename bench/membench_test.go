@@ -168,7 +168,10 @@ func cmpEnv(name, def string) string {
 }
 
 // median is the median of f over rs (the lower middle for an even count).
-func median(rs []memResult, f func(memResult) float64) float64 {
+func median(rs []memResult, f func(memResult) float64) float64 { return medianOf(rs, f) }
+
+// medianOf is the median (see middle) of f over rs.
+func medianOf[R any](rs []R, f func(R) float64) float64 {
 	vs := make([]float64, len(rs))
 	for i, r := range rs {
 		vs[i] = f(r)

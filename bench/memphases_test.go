@@ -251,11 +251,18 @@ func timeEvents(r *memRun, m int, send func()) (eventTimes, error) {
 
 // processCPU is the user and system CPU time this process has used.
 func processCPU() time.Duration {
+	user, sys := processTimes()
+	return user + sys
+}
+
+// processTimes is the process's user and system CPU time so far; both are
+// 0 if the kernel does not say (getrusage cannot fail for RUSAGE_SELF).
+func processTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // allocCounts returns the objects and bytes allocated so far.

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,12 +57,12 @@ func TestColdStartMatchesClientGo(t *testing.T) {
 // coldCase is one case of TestColdStartMatchesClientGo: the three syncs
 // of ns in mode through cs, and every check the test names.
 func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
-	theirs := coldSync(t, coldLW(clientgocache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
+	theirs := syncUntilWatching(t, coldLW(clientgocache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
 		func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
 			return clientgocache.NewReflectorWithOptions(lw, &corev1.Pod{}, s, clientgocache.ReflectorOptions{Name: "client-go"})
 		})
-	ourSync := func(o cache.ReflectorOptions) coldResult {
-		return coldSync(t, coldLW(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
+	ourSync := func(o cache.ReflectorOptions) syncResult {
+		return syncUntilWatching(t, coldLW(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
 			func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
 				return cache.NewReflectorWithOptions(lw, &corev1.Pod{}, s, o)
 			})
@@ -83,7 +82,7 @@ func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
 		}
 	}
 	assertColdCalls(t, mode, theirs.calls)
-	for _, r := range []coldResult{ours, lean} {
+	for _, r := range []syncResult{ours, lean} {
 		assertInitialSync(t, r.stats, mode == "watchlist", coldPods)
 		if r.stats.ListPagesUnused != 0 {
 			t.Errorf("ours requested %d pages ahead that it did not use", r.stats.ListPagesUnused)
@@ -163,10 +162,10 @@ func (l consistentLists) ListWithContext(ctx context.Context, o metav1.ListOptio
 	return l.ListerWatcherWithContext.ListWithContext(ctx, o)
 }
 
-// coldResult is one cold sync: the calls made until the watch was open,
+// syncResult is one sync from scratch: the calls made until the watch was open,
 // what the store held then, the time from Run to the end of the initial
 // sync, and for our Reflector its Stats then.
-type coldResult struct {
+type syncResult struct {
 	calls []string
 	objs  []interface{}
 	took  time.Duration
@@ -175,7 +174,7 @@ type coldResult struct {
 
 // coldSync runs the Reflector newReflector makes on lw until it has
 // synced and opened its watch, then stops it.
-func coldSync(t *testing.T, lw *recordingLW, newReflector func(cache.ListerWatcher, cache.ReflectorStore) reflector) coldResult {
+func syncUntilWatching(t *testing.T, lw *recordingLW, newReflector func(cache.ListerWatcher, cache.ReflectorStore) reflector) syncResult {
 	t.Helper()
 	s := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	store := track(s)
@@ -199,7 +198,7 @@ func coldSync(t *testing.T, lw *recordingLW, newReflector func(cache.ListerWatch
 	case <-ctx.Done():
 		t.Fatalf("no watch opened within a minute")
 	}
-	res := coldResult{objs: s.List(), took: took}
+	res := syncResult{objs: s.List(), took: took}
 	if ours, ok := r.(*cache.Reflector); ok {
 		res.stats = ours.Stats()
 	}
@@ -272,24 +271,4 @@ func createRealisticPod(ctx context.Context, cs kubernetes.Interface, ns string,
 		return fmt.Errorf("setting Pod %s's status: %w", p.Name, err)
 	}
 	return nil
-}
-
-// inParallel runs f(0) … f(n-1), at most width at once, every one of them
-// even after an error, and returns the first error.
-func inParallel(n, width int, f func(i int) error) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, width)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := f(i); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }

@@ -120,31 +120,8 @@ func TestSameRequestsAsClientGo(t *testing.T) {
 // requests it made and what it stored.
 func runUntilWatching(t *testing.T, cs *kubernetes.Clientset, ns string, noStream bool, newReflector func(cache.ListerWatcher, cache.ReflectorStore) reflector) ([]string, []interface{}) {
 	t.Helper()
-	lw := &recordingLW{lw: configMapsLW(cs, ns), noStream: noStream, watched: make(chan struct{})}
-	s := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	store := track(s)
-	r := newReflector(lw, store)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { r.Run(stop); close(done) }()
-	defer func() { close(stop); <-done }()
-	ctx, cancel := context.WithTimeout(t.Context(), minute)
-	defer cancel()
-	select {
-	case <-lw.watched:
-	case <-ctx.Done():
-		t.Fatalf("no watch opened within a minute")
-	}
-	err := store.n.waitUntil(ctx, func() bool {
-		_, listRV, _ := store.state()
-		return listRV != ""
-	})
-	if err != nil {
-		t.Fatalf("not synced within a minute: %v", err)
-	}
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return lw.calls, s.List()
+	r := syncUntilWatching(t, &recordingLW{lw: configMapsLW(cs, ns), noStream: noStream, watched: make(chan struct{})}, newReflector)
+	return r.calls, r.objs
 }
 
 // TestWatchExampleOnACluster runs examples/watch read-only on the cluster,

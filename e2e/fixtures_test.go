@@ -48,16 +48,27 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 // createConfigMaps creates n ConfigMaps cm-0 … cm-(n-1) in ns, 16 at a
 // time, and returns the first error.
 func createConfigMaps(ctx context.Context, cs kubernetes.Interface, ns string, n int) error {
+	return inParallel(n, 16, func(i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}, Data: map[string]string{"i": strconv.Itoa(i)}}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s/%s: %w", ns, cm.Name, err)
+		}
+		return nil
+	})
+}
+
+// inParallel runs f(0) … f(n-1), at most width at once, every one of them
+// even after an error, and returns the first error.
+func inParallel(n, width int, f func(i int) error) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, width)
 	for i := range n {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}, Data: map[string]string{"i": strconv.Itoa(i)}}
-			if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-				errs <- fmt.Errorf("creating %s/%s: %w", ns, cm.Name, err)
+			if err := f(i); err != nil {
+				errs <- err
 			}
 		})
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache"
@@ -32,12 +31,7 @@ func TestLeanObjectsMatchTheServer(t *testing.T) {
 	for _, enc := range []string{"json", "protobuf"} {
 		t.Run(enc, func(t *testing.T) {
 			t.Parallel()
-			cfg := rest.CopyConfig(testCluster.admin)
-			if enc == "protobuf" {
-				cfg.ContentType = "application/vnd.kubernetes.protobuf"
-				cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-			}
-			leanObjectsMatchTheServer(t, client(t, cfg))
+			leanObjectsMatchTheServer(t, client(t, encodingConfig(testCluster.admin, enc)))
 		})
 	}
 }
