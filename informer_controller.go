@@ -148,7 +148,10 @@ func (c *controller) newReflector(ctx context.Context, shard *Shard) *Reflector 
 	if c.held != nil {
 		r.reuseFrom(c.held, opts)
 		r.packWith(c.pack)
-		if l, ok := c.held.(interface{ List() []interface{} }); ok {
+		if v, ok := c.held.(handlerView); ok {
+			// A compact store's records, undecoded (see keptObjects).
+			r.heldList = v.allForHandlers
+		} else if l, ok := c.held.(interface{ List() []interface{} }); ok {
 			r.heldList = l.List
 		}
 	}
