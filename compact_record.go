@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/kreflector/cache/internal/compact"
@@ -57,6 +58,13 @@ func (p *packer) pack(obj any) ([]byte, int, error) {
 	return p.squeezer.Squeeze(b), len(b), nil
 }
 
+// expandBuffers hold the buffers records are expanded into before they
+// are decoded (the decoded object shares no memory with them), up to
+// maxPooledBuffer bytes each.
+var expandBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBuffer = 64 << 10
+
 // object returns the record's object: the one kept, the read cache's, or
 // a new one decoded from its bytes (then kept in the read cache).
 func (r *compactRecord) object() (any, error) {
@@ -71,9 +79,14 @@ func (r *compactRecord) object() (any, error) {
 	c.misses.Add(1)
 	plain := r.data
 	if r.pk.squeezer != nil {
+		buf := expandBuffers.Get().(*[]byte)
+		defer expandBuffers.Put(buf)
 		var err error
-		if plain, err = r.pk.squeezer.Expand(r.data); err != nil {
+		if plain, err = r.pk.squeezer.Expand(*buf, r.data); err != nil {
 			return nil, err
+		}
+		if cap(plain) <= maxPooledBuffer {
+			*buf = plain[:0]
 		}
 	}
 	obj, err := r.pk.codec.Decode(plain)

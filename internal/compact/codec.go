@@ -90,7 +90,8 @@ func (c *Codec) Encode(dst []byte, obj any) ([]byte, error) {
 	return encodeProto(dst, obj)
 }
 
-// Decode returns a new object of c's type decoded from b.
+// Decode returns a new object of c's type decoded from b. The object
+// shares no memory with b: b may be reused once Decode returns.
 func (c *Codec) Decode(b []byte) (any, error) {
 	if c.kind == cborKind {
 		return decodeCBOR(b)

@@ -46,7 +46,7 @@ func roundTrip(t testing.TB, s *Squeezer, obj any) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := s.Expand(s.Squeeze(b))
+	plain, err := s.Expand(nil, s.Squeeze(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCorruptRecordsFail(t *testing.T) {
 	b, _ := c.Encode(nil, podgen.Pod(1, 1))
 	rec := s.Squeeze(b)
 	for _, bad := range [][]byte{nil, {9}, {formDict, 1, 2}, append([]byte{formS2}, rec[1:len(rec)/2]...)} {
-		if _, err := s.Expand(bad); !errors.Is(err, ErrCorrupt) {
+		if _, err := s.Expand(nil, bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Expand(%x...): %v, want ErrCorrupt", bad[:min(len(bad), 4)], err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestSqueezeShrinksPods(t *testing.T) {
 		if i >= trainSamples {
 			plain, squeezed = plain+len(b), squeezed+len(r)
 		}
-		if back, err := s.Expand(r); err != nil || !bytes.Equal(back, b) {
+		if back, err := s.Expand(nil, r); err != nil || !bytes.Equal(back, b) {
 			t.Fatalf("pod %d does not come back: %v", i, err)
 		}
 	}

@@ -64,9 +64,10 @@ func (s *Squeezer) Squeeze(src []byte) []byte {
 	return append(make([]byte, 0, len(out)), out...)
 }
 
-// Expand returns what Squeeze was given. The result may share memory
-// with rec (a raw record): the caller must not write to it.
-func (s *Squeezer) Expand(rec []byte) ([]byte, error) {
+// Expand returns what Squeeze was given, in dst's memory when it is large
+// enough. The result may share memory with rec (a raw record): the caller
+// must not write to it.
+func (s *Squeezer) Expand(dst, rec []byte) ([]byte, error) {
 	if len(rec) == 0 {
 		return nil, ErrCorrupt
 	}
@@ -79,13 +80,13 @@ func (s *Squeezer) Expand(rec []byte) ([]byte, error) {
 	case formRaw:
 		return body, nil
 	case formS2:
-		out, err = s2.Decode(nil, body)
+		out, err = s2.Decode(dst[:cap(dst)], body)
 	case formDict:
 		d := s.dict.Load()
 		if d == nil {
 			return nil, fmt.Errorf("%w: a dictionary record and no dictionary", ErrCorrupt)
 		}
-		out, err = d.Decode(nil, body)
+		out, err = d.Decode(dst[:cap(dst)], body)
 	default:
 		return nil, fmt.Errorf("%w: form %d", ErrCorrupt, rec[0])
 	}
