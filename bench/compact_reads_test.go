@@ -64,7 +64,7 @@ func BenchmarkCompactReads(b *testing.B) {
 func compactBenchIndexers() clientgocache.Indexers {
 	return clientgocache.Indexers{
 		clientgocache.NamespaceIndex: clientgocache.MetaNamespaceIndexFunc,
-		"group": func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Labels["group"]}, nil },
+		"group":                      func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Labels["group"]}, nil },
 	}
 }
 
