@@ -204,3 +204,21 @@ func TestReadCacheIsBoundedAndHot(t *testing.T) {
 		t.Fatalf("after deleting everything the cache holds %d bytes in %d entries", b, len(s.cache.ring))
 	}
 }
+
+// Sharing values is not done for objects that end up encoded: it would
+// save nothing and keep a table of every value.
+func TestNoSharingIntoACompactStore(t *testing.T) {
+	lw := newScript(nil, nil)
+	r := NewReflectorWithOptions(lw, &corev1.Pod{}, NewCompactIndexer(MetaNamespaceKeyFunc, nil, CompactOptions{}), ReflectorOptions{ShareStrings: true, ShareMaps: true})
+	if r.in != nil && r.in.table != nil {
+		t.Fatal("a Reflector into a compact store shares values")
+	}
+	q := NewStore(MetaNamespaceKeyFunc)
+	r = NewReflectorWithOptions(lw, &corev1.Pod{}, q, ReflectorOptions{ShareStrings: true, Compact: &CompactOptions{}})
+	if r.in != nil && r.in.table != nil {
+		t.Fatal("an informer's Reflector with Compact shares values")
+	}
+	if r = NewReflectorWithOptions(lw, &corev1.Pod{}, q, ReflectorOptions{ShareStrings: true}); r.in == nil || r.in.table == nil {
+		t.Fatal("ShareStrings without a compact store shares nothing")
+	}
+}

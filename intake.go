@@ -59,7 +59,7 @@ type intake struct {
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 	in := &intake{dropManagedFields: o.DropManagedFields, adoptMutable: !storeTransforms(store)}
 	maps := o.ShareMaps && in.adoptMutable
-	if o.ShareStrings || maps {
+	if (o.ShareStrings || maps) && !storesBytes(o, store) {
 		in.table = lean.NewTable(o.ShareStrings, maps)
 	}
 	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
@@ -69,6 +69,14 @@ func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 		return nil
 	}
 	return in
+}
+
+// storesBytes says whether the objects end up encoded (a compact store, or
+// an informer's with ReflectorOptions.Compact): sharing their values
+// before they are encoded would save nothing and keep a table.
+func storesBytes(o ReflectorOptions, store ReflectorStore) bool {
+	_, compact := store.(*compactStore)
+	return compact || o.Compact != nil
 }
 
 // dropsManagedFields says whether every object's managedFields are
