@@ -50,9 +50,9 @@ var StoreMetricDescs = []MetricDesc{
 // provider) publishes nothing. Its one owner is the informer's goroutine
 // applying changes (publish), then Run's end (close).
 type storeMetrics struct {
-	mu       sync.Mutex // guards everything: publish and close may race at Run's end
-	provided StoreMetrics
-	store    *compactStore
+	mu                     sync.Mutex // guards everything: publish and close may race at Run's end
+	provided               StoreMetrics
+	store                  *compactStore
 	objects, bytes, cached GaugeMetric
 	hits, misses, decodes  CounterAdder
 	// last are the counts published so far: hits, misses, decodes.
