@@ -137,7 +137,7 @@ func compactBesideDecoded(t *testing.T, watchList bool) {
 	}
 	srv.CloseWatches()
 	waitSame(t, logs, 46)
-	if !relisted(infs[1]) {
+	if !compactRelisted(infs[1]) {
 		t.Log("the watch resumed without a relist: nothing to check of records kept by a relist")
 	} else if now, _ := compactStore.record(keptKey); now != kept {
 		t.Fatal("the relist packed an unchanged object again instead of keeping its record")
@@ -155,8 +155,8 @@ func compactBesideDecoded(t *testing.T, watchList bool) {
 	}
 }
 
-// relisted says whether inf's Reflector has listed twice.
-func relisted(inf SharedIndexInformer) bool {
+// compactRelisted says whether inf's Reflector has listed twice.
+func compactRelisted(inf SharedIndexInformer) bool {
 	{
 		lists := uint64(0)
 		st := inf.(InformerHealthReporter).Stats().Reflector
