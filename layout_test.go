@@ -168,6 +168,35 @@ func overviewDiagrams(t *testing.T, doc string) (tree, all string) {
 	return tree, b.String()
 }
 
+// commitHash is what a commit hash looks like: 7 to 40 hex digits, with
+// at least one letter and one digit among them.
+var commitHash = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+
+// The README stays a front page: at most 250 lines, pointing to the map
+// (docs/layout.md), with no issue numbers or commit hashes (history
+// belongs to git and the pages under docs/).
+func TestREADMEIsAFrontPage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	if n := strings.Count(text, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, want at most 250", n)
+	}
+	if !strings.Contains(text, "(docs/layout.md)") {
+		t.Error("README.md does not link to the map, docs/layout.md")
+	}
+	if m := regexp.MustCompile(`(?i)\bissues? #?[0-9]+`).FindString(text); m != "" {
+		t.Errorf("README.md mentions an issue: %q", m)
+	}
+	for _, h := range commitHash.FindAllString(text, -1) {
+		if strings.ContainsAny(h, "0123456789") && strings.ContainsAny(h, "abcdef") {
+			t.Errorf("README.md mentions what looks like a commit hash: %q", h)
+		}
+	}
+}
+
 // goFiles lists the Go files under root, skipping hidden directories (.git,
 // .cache) and testdata.
 func goFiles(t *testing.T, root string) []string {
