@@ -217,7 +217,13 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
+	transform, pack := s.transform, TransformFunc(nil)
+	if o := s.reflectorOptions; o != nil && o.Compact != nil {
+		pack = s.indexer.useCompact(*o.Compact, s.transform)
+		transform = pack
+	}
+	q := newInformerQueue(logger, s.objType, s.indexer, transform, s.options.Identifier, s.options.InformerMetricsProvider)
+	q.packs = pack != nil
 	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position, local: q.local}
 	s.ctrl = New(&Config{
 		Queue:             q,
@@ -246,6 +252,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	s.ctrl.adjust = s.reflectorOptionsNamed(s.name)
 	s.ctrl.built = s.reflectorBuilt
 	s.ctrl.held = s.indexer
+	s.ctrl.pack = pack
 	s.ctrl.applies = true
 	s.indexer.reportTo(s.ctrl.storeFailed)
 	s.started = true
@@ -262,6 +269,7 @@ func (f fanOut) OnAdd(obj interface{}, isInInitialList bool) {
 }
 
 func (f fanOut) OnUpdate(old, obj interface{}) {
+	// old and obj may be records (a compact store): compared undecoded.
 	f.s.processor.distribute(notification{kind: notifyUpdate, old: old, obj: obj}, sameResourceVersion(old, obj))
 }
 
@@ -272,15 +280,25 @@ func (f fanOut) OnDelete(obj interface{}) {
 // sameResourceVersion reports whether both objects have metadata and the
 // same resourceVersion.
 func sameResourceVersion(a, b interface{}) bool {
-	ma, err := meta.Accessor(a)
-	if err != nil {
+	ra, ok := versionOf(a)
+	if !ok {
 		return false
 	}
-	mb, err := meta.Accessor(b)
-	if err != nil {
-		return false
+	rb, ok := versionOf(b)
+	return ok && ra == rb
+}
+
+// versionOf is obj's resourceVersion, if it has metadata (a compact
+// store's record answers for its object).
+func versionOf(obj interface{}) (string, bool) {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.rv, r.pk != nil || hasMeta(r.raw)
 	}
-	return ma.GetResourceVersion() == mb.GetResourceVersion()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
 }
 
 // errStarted is returned by the setters once the informer has started.

@@ -211,6 +211,9 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 	if p.in != nil && !p.hint.TookItems(page) {
 		l.reused += p.in.page(l.items[from:], p.reuse)
 	}
+	if err := p.in.packAll(l.items[from:]); err != nil {
+		return "", err
+	}
 	return m.GetContinue(), nil
 }
 
