@@ -6,16 +6,31 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 )
 
-// useCompact makes g's store a compact one with o, keeping the indexes
-// added so far, and returns the function that packs an object into its
-// record: transform (if any) first, then the encoding. It runs before
-// Run, while the store is empty.
-func (g *guardedIndexer) useCompact(o CompactOptions, transform TransformFunc) TransformFunc {
+// storeFor makes g's store a compact one with *o, or (o nil) client-go's
+// indexer, keeping the indexes added so far. It is called before Run (as
+// the informer's Reflector options are set), while the store is empty.
+func (g *guardedIndexer) storeFor(o *CompactOptions) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.compact = newCompactStore(informerKeyFunc, g.indexers, o)
+	if o == nil {
+		if g.compact != nil {
+			g.compact = nil
+			g.Indexer = clientgocache.NewIndexer(informerKeyFunc, g.wrap(g.indexers), g.storeOptions...)
+		}
+		return
+	}
+	g.compact = newCompactStore(informerKeyFunc, g.indexers, *o)
 	g.Indexer = g.compact
+}
+
+// packer returns the function that packs an object into a record of g's
+// compact store (nil without one): transform (if any) first, then the
+// encoding; a record passes through.
+func (g *guardedIndexer) packer(transform TransformFunc) TransformFunc {
 	cs := g.compact
+	if cs == nil {
+		return nil
+	}
 	return func(obj any) (any, error) {
 		if _, ok := obj.(*compactRecord); ok {
 			return obj, nil

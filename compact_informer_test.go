@@ -7,10 +7,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	clientgocache "k8s.io/client-go/tools/cache"
 
@@ -216,4 +218,54 @@ func compareInformerStores(t *testing.T, want, got Indexer) {
 	if len(w) == 0 || len(w) != len(g) {
 		t.Fatalf("ByIndex: %d objects, want %d", len(g), len(w))
 	}
+}
+
+// storeMetricsRecorder records compact store metrics by
+// "informer/metric".
+type storeMetricsRecorder struct{ handlerMetricsRecorder }
+
+func (r *storeMetricsRecorder) NewStoreMetrics(informer string) StoreMetrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[informer] = true
+	return &recordedHandler{r: &r.handlerMetricsRecorder, prefix: informer}
+}
+
+// A compact informer's figures reach a StoreMetricsProvider as changes
+// are applied, reads included, and its series go when it stops.
+func TestCompactStoreMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		rec := &storeMetricsRecorder{handlerMetricsRecorder{values: map[string]float64{}, open: map[string]bool{}}}
+		o := ReflectorOptions{Name: "cms", Metrics: rec, Compact: &CompactOptions{ReadCacheBytes: -1}}
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
+			t.Fatal(err)
+		}
+		stop := runInformer(t, inf)
+		synctest.Wait()
+		if _, ok, _ := inf.GetStore().GetByKey("ns/a"); !ok {
+			t.Fatal("ns/a not held")
+		}
+		d := &informerDriver{t: t, lw: lw}
+		d.send(ev(watch.Added, cm("d", "11")))
+		synctest.Wait()
+		st := inf.(InformerHealthReporter).Stats().Store
+		for metric, want := range map[string]float64{
+			MetricStoreObjects: 4, MetricStoreBytes: float64(st.BytesHeld), MetricStoreReadMisses: float64(st.ReadMisses),
+			MetricStoreDecodes: float64(st.Decodes), MetricStoreReadHits: 0,
+		} {
+			if got := rec.get("cms/" + metric); got != want {
+				t.Errorf("%s = %v, want %v", metric, got, want)
+			}
+		}
+		if st.ReadMisses == 0 {
+			t.Error("the read was not counted")
+		}
+		stop()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.open) != 0 {
+			t.Errorf("store metrics left after stop: %v", rec.open)
+		}
+	})
 }

@@ -57,6 +57,9 @@ type guardedIndexer struct {
 	// stale entries itself, so writes go straight to it (see
 	// compactWrite).
 	compact *compactStore
+	// storeOptions are client-go's store options the indexer was made
+	// with, kept to make it again (see storeFor).
+	storeOptions []clientgocache.StoreOption
 }
 
 // indexFailure is an index function's error on an object during a write.
@@ -69,7 +72,7 @@ type indexFailure struct {
 // newGuardedIndexer returns an empty guardedIndexer keyed as the
 // informers' stores are, with indexers and client-go's store options.
 func newGuardedIndexer(indexers Indexers, opts ...clientgocache.StoreOption) *guardedIndexer {
-	g := &guardedIndexer{indexers: maps.Clone(indexers)}
+	g := &guardedIndexer{indexers: maps.Clone(indexers), storeOptions: opts}
 	if g.indexers == nil {
 		g.indexers = Indexers{}
 	}

@@ -56,6 +56,10 @@ type sharedIndexInformer struct {
 	// claimed when Run starts (see claimName).
 	name string
 
+	// storeMetrics publishes a compact store's figures (nil: none); set
+	// by Run before the goroutine applying changes starts.
+	storeMetrics *storeMetrics
+
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
 	blockDeltas sync.Mutex
@@ -156,6 +160,9 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	// stopped.
 	defer releaseName(s.name)
 	s.processor.start(s.metricsTarget())
+	// Closed last of all (deferred first), once everything is joined.
+	s.storeMetrics = openStoreMetrics(s.storeMetricsTarget())
+	defer s.storeMetrics.close()
 	// Deferred, so that a panic's way out stops and joins everything too:
 	// stopped is set, then ctx cancelled, then the goroutines waited for.
 	defer s.logUnsynced(klog.FromContext(ctx))
@@ -208,6 +215,13 @@ func (s *sharedIndexInformer) metricsTarget() (ReflectorMetricsProvider, string)
 	return nil, s.name
 }
 
+// storeMetricsTarget is what openStoreMetrics needs: the metrics
+// provider, the informer's name and its compact store (nil if none).
+func (s *sharedIndexInformer) storeMetricsTarget() (ReflectorMetricsProvider, string, *compactStore) {
+	p, name := s.metricsTarget()
+	return p, name, s.indexer.compact
+}
+
 // startOnce builds the controller and marks the informer started; nil if
 // it had already started.
 func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
@@ -217,9 +231,8 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	transform, pack := s.transform, TransformFunc(nil)
-	if o := s.reflectorOptions; o != nil && o.Compact != nil {
-		pack = s.indexer.useCompact(*o.Compact, s.transform)
+	transform, pack := s.transform, s.indexer.packer(s.transform)
+	if pack != nil {
 		transform = pack
 	}
 	q := newInformerQueue(logger, s.objType, s.indexer, transform, s.options.Identifier, s.options.InformerMetricsProvider)
@@ -235,11 +248,13 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		Process: func(obj interface{}, initial bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
+			defer s.storeMetrics.publish()
 			return a.process(obj, initial)
 		},
 		ProcessBatch: func(deltas []Delta, initial bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
+			defer s.storeMetrics.publish()
 			return a.processBatch(deltas, initial)
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
