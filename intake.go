@@ -9,6 +9,7 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache/internal/lean"
+	"github.com/kreflector/cache/internal/listhint"
 )
 
 // intake prepares objects before they reach the store, in this order:
@@ -116,7 +117,7 @@ func (in *intake) leanDeleted(obj runtime.Object) {
 // spends a little work on objects leaving the cache), unless nothing is
 // made lean or, for a WatchList's initial events, the store's held
 // objects are looked up first (see prepare).
-func (in *intake) watchItem(mode streamMode) func(runtime.Object) {
+func (in *intake) watchItem(mode streamMode) listhint.ItemFunc {
 	if in == nil || !in.leans() || (mode.gathering() && in.reusing()) {
 		return nil
 	}
