@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"strings"
 
 	clientgocache "k8s.io/client-go/tools/cache"
@@ -65,18 +66,10 @@ func (g *guardedIndexer) compactWrite(op func() error) error {
 	return nil
 }
 
-// isIndexFailure says whether err is only index functions' failures.
-func isIndexFailure(err error) bool {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if !isIndexFailure(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return strings.HasPrefix(err.Error(), ErrIndexerFailed.Error())
-}
+// isIndexFailure says whether err, a compact store write's error, is
+// index functions' failures: the store returns its other errors (keys,
+// encoding) on their own, never joined with those.
+func isIndexFailure(err error) bool { return errors.Is(err, ErrIndexerFailed) }
 
 // heldForHandlers returns what g holds under key as the handlers are to
 // get it: a compact store's record (decoded at delivery), or the object.
