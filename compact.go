@@ -32,7 +32,10 @@ import (
 type CompactOptions struct {
 	// ReadCacheBytes bounds the decoded objects kept for reads, estimated
 	// at three times their encoding's length. Zero means 32 MiB; negative
-	// keeps none (every read decodes).
+	// keeps none (every read decodes). In an informer it also bounds,
+	// separately, the objects its queue carries decoded to the store (so
+	// that handlers get the objects the watch decoded rather than decode
+	// them again): at most twice ReadCacheBytes of decoded objects in all.
 	ReadCacheBytes int64
 	// Uncompressed holds encodings as they are: more memory (about three
 	// times a compressed Pod's), a little less CPU per write and read.

@@ -21,6 +21,7 @@ func (g *guardedIndexer) storeFor(o *CompactOptions) {
 		return
 	}
 	g.compact = newCompactStore(informerKeyFunc, g.indexers, *o)
+	g.compact.notifies = true
 	g.Indexer = g.compact
 }
 

@@ -234,7 +234,7 @@ func (s *compactStore) Replace(list []any, resourceVersion string) error {
 	s.mu.Unlock()
 	for k, old := range olds {
 		if s.items[k] != old {
-			s.cache.drop(old)
+			s.leave(old)
 		}
 	}
 	return errors.Join(errs...)

@@ -31,6 +31,14 @@ type compactRecord struct {
 	raw  any
 	// hot is the decoded object while the read cache keeps it.
 	hot atomic.Pointer[hotEntry]
+	// retired is set once the record has left its store (see
+	// readCache.retire).
+	retired atomic.Bool
+	// fresh is the object just packed, carried to an informer's store,
+	// and pos the record's place in the packing order (see
+	// compactStore.stage).
+	fresh atomic.Pointer[hotEntry]
+	pos   int64
 }
 
 // packer encodes and compresses the objects of one Go type for one
@@ -65,18 +73,41 @@ var expandBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledBuffer = 64 << 10
 
-// object returns the record's object: the one kept, the read cache's, or
-// a new one decoded from its bytes (then kept in the read cache).
-func (r *compactRecord) object() (any, error) {
+// object returns the record's object for a read: the one kept, the read
+// cache's (marked as read, so the cache keeps it longer), or a new one
+// decoded from its bytes (then kept in the read cache). Readers that miss
+// at once decode once (see readCache).
+func (r *compactRecord) object() (any, error) { return r.load(true) }
+
+// forHandlers returns the record's object as object does, for a
+// notification: the cache's entry is not marked, since the handlers'
+// reads, one per notification, say nothing of what will be read again.
+func (r *compactRecord) forHandlers() (any, error) { return r.load(false) }
+
+func (r *compactRecord) load(mark bool) (any, error) {
 	if r.pk == nil {
 		return r.raw, nil
 	}
 	c := r.pk.cache
-	if obj, ok := c.get(r); ok {
+	if obj, ok := c.get(r, mark); ok {
+		c.hits.Add(1)
+		return obj, nil
+	}
+	mu := c.decodeLock(r)
+	mu.Lock()
+	defer mu.Unlock()
+	if obj, ok := c.get(r, mark); ok {
 		c.hits.Add(1)
 		return obj, nil
 	}
 	c.misses.Add(1)
+	return r.decode()
+}
+
+// decode decodes the record's bytes and keeps the object in the read
+// cache.
+func (r *compactRecord) decode() (any, error) {
+	c := r.pk.cache
 	plain := r.data
 	if r.pk.squeezer != nil {
 		buf := expandBuffers.Get().(*[]byte)
@@ -120,7 +151,7 @@ func (r *compactRecord) sameVersion(rv string) bool { return rv != "" && r.rv ==
 func resolveCompact(obj any) any {
 	switch o := obj.(type) {
 	case *compactRecord:
-		if v, err := o.object(); err == nil {
+		if v, err := o.forHandlers(); err == nil {
 			return v
 		}
 	case DeletedFinalStateUnknown:

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -29,6 +30,15 @@ type compactStore struct {
 	opts    CompactOptions
 	cache   *readCache
 	packers sync.Map // reflect.Type → *packer (nil: no codec)
+	// notifies is set (before use) when the store is an informer's:
+	// records it replaces or removes are still to be read by the
+	// handlers, so their objects are retired from the read cache rather
+	// than dropped.
+	notifies bool
+	// packed and stored place records in the order they were packed, by
+	// the estimated size of their objects (see stage): packed is where
+	// the next one goes, stored is the furthest one stored.
+	packed, stored atomic.Int64
 
 	mu sync.RWMutex // guards what follows
 	// items are the records by key; indices the keys by index name and
@@ -52,7 +62,7 @@ func newCompactStore(keyFunc KeyFunc, indexers Indexers, o CompactOptions) *comp
 	s := &compactStore{
 		keyFunc: keyFunc,
 		opts:    o,
-		cache:   &readCache{limit: o.readCacheBytes()},
+		cache:   newReadCache(o.readCacheBytes()),
 		items:   map[string]*compactRecord{},
 		indices: map[string]map[string]sets.Set[string]{},
 	}
@@ -109,8 +119,42 @@ func (s *compactStore) pack(obj any) (*compactRecord, error) {
 		return nil, fmt.Errorf("packing %s: %w", key, err)
 	}
 	r.data = data
-	s.cache.put(r, obj, decodedSize(plain))
+	s.stage(r, obj, decodedSize(plain))
 	return r, nil
+}
+
+// stage keeps obj, r's object just packed, for its first readers. A store
+// of its own puts it in the read cache at once. An informer's store is
+// written to later, once r has come through the informer's queue, so r
+// carries obj there (fresh), to be given to the read cache when stored
+// and so to the handlers: but only while the objects carried through the
+// queue stay within the read cache's bound, counted by position (what
+// was packed ahead of r, less what has been stored). Records that never
+// reach the store (a LIST that failed half-way) are simply dropped: the
+// next record stored moves the count on past them.
+func (s *compactStore) stage(r *compactRecord, obj any, size int64) {
+	if !s.notifies {
+		s.cache.put(r, obj, size)
+		return
+	}
+	r.pos = s.packed.Add(size)
+	if s.cache.limit > 0 && r.pos-s.stored.Load() <= s.cache.limit {
+		r.fresh.Store(&hotEntry{rec: r, obj: obj, size: size})
+	}
+}
+
+// settle is what storing r does beyond the maps: the object it carries
+// goes to the read cache, and the count of what is carried moves on.
+func (s *compactStore) settle(r *compactRecord) {
+	for {
+		at := s.stored.Load()
+		if r.pos <= at || s.stored.CompareAndSwap(at, r.pos) {
+			break
+		}
+	}
+	if h := r.fresh.Swap(nil); h != nil {
+		s.cache.put(r, h.obj, h.size)
+	}
 }
 
 // indexValues runs every index function on obj; one that fails leaves
@@ -152,7 +196,7 @@ func (s *compactStore) write(obj any) error {
 	s.noteRV(r.rv, obj)
 	s.mu.Unlock()
 	if old != nil && old != r {
-		s.cache.drop(old)
+		s.leave(old)
 	}
 	return r.idxErr
 }
@@ -169,16 +213,31 @@ func (s *compactStore) Delete(obj any) error {
 		s.remove(old)
 		delete(s.items, key)
 	}
-	if r, ok := obj.(*compactRecord); ok {
+	r, isRecord := obj.(*compactRecord)
+	if isRecord {
 		s.noteRV(r.rv, obj)
 	} else {
 		s.noteRV(resourceVersionOf(obj), obj)
 	}
 	s.mu.Unlock()
 	if old != nil {
-		s.cache.drop(old)
+		s.leave(old)
+	}
+	if isRecord && r != old {
+		// The deleted object, for the handlers' OnDelete.
+		s.settle(r)
+		s.leave(r)
 	}
 	return nil
+}
+
+// leave lets the read cache know that r left the store.
+func (s *compactStore) leave(r *compactRecord) {
+	if s.notifies {
+		s.cache.retire(r)
+		return
+	}
+	s.cache.drop(r)
 }
 
 // noteRV records rv, written with obj, as the resourceVersion reached,
@@ -212,6 +271,7 @@ func (s *compactStore) put(r *compactRecord) *compactRecord {
 		s.reindexRecord(r)
 	}
 	s.items[r.key] = r
+	s.settle(r)
 	s.held += r.size()
 	if r.pk != nil {
 		s.encoded++

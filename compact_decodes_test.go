@@ -1,0 +1,223 @@
+package cache
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kreflector/cache/internal/podgen"
+)
+
+// sameObjects records, per handler, the objects each call was given.
+type sameObjects struct {
+	mu    sync.Mutex
+	calls map[int][][2]any
+}
+
+func (s *sameObjects) handler(i int) ResourceEventHandlerFuncs {
+	rec := func(old, obj any) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.calls[i] = append(s.calls[i], [2]any{old, obj})
+	}
+	return ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { rec(nil, obj) },
+		UpdateFunc: rec,
+		DeleteFunc: func(obj any) { rec(nil, obj) },
+	}
+}
+
+// An informer's handlers are given the objects the watch decoded (carried
+// through the queue to the read cache), and an update's old object from
+// the read cache: with room for every object, nothing is decoded, and
+// the handlers share each object.
+func TestCompactHandlersShareTheDecodedObjects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{}}); err != nil {
+			t.Fatal(err)
+		}
+		seen := &sameObjects{calls: map[int][][2]any{}}
+		for i := range 3 {
+			if _, err := inf.AddEventHandler(seen.handler(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		d := &informerDriver{t: t, lw: lw}
+		d.send(ev(watch.Modified, cm("a", "11")), ev(watch.Modified, cm("a", "12")), ev(watch.Deleted, cm("b", "13")), ev(watch.Added, cm("d", "14")))
+		if st := inf.(InformerHealthReporter).Stats().Store; st.Decodes != 0 {
+			t.Fatalf("handlers decoded %d objects, want none: %+v", st.Decodes, st)
+		}
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		if len(seen.calls[0]) != 7 {
+			t.Fatalf("handler 0 got %d calls, want 7", len(seen.calls[0]))
+		}
+		for i := 1; i < 3; i++ {
+			for j, c := range seen.calls[i] {
+				if c != seen.calls[0][j] {
+					t.Fatalf("call %d: handler %d was given other objects than handler 0", j, i)
+				}
+			}
+		}
+		// The second update's old object is the first update's new one.
+		if seen.calls[0][4][0] != seen.calls[0][3][1] {
+			t.Fatal("an update's old object was decoded again, not the one handlers were given")
+		}
+	})
+}
+
+// A handler stuck behind the others keeps records in its backlog, not
+// decoded objects: the read cache stays within its bound, and the handler
+// decodes what it no longer has when it goes on.
+func TestCompactSlowHandlerBacklogHoldsRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		limit := 2 * decodedSize(60)
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{ReadCacheBytes: limit}}); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var slowSaw []string
+		slow, _ := inf.AddEventHandler(ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+			<-release
+			slowSaw = append(slowSaw, obj.(*corev1.ConfigMap).ResourceVersion)
+		}})
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		d := &informerDriver{t: t, lw: lw}
+		var events []watch.Event
+		for i := range 20 {
+			events = append(events, ev(watch.Modified, cm("a", itoa(11+i))))
+		}
+		d.send(events...)
+		l := slow.(*listener)
+		l.mu.Lock()
+		for _, n := range l.backlog[l.head:] {
+			if _, ok := n.obj.(*compactRecord); !ok {
+				t.Errorf("a stuck handler's backlog holds a %T", n.obj)
+			}
+		}
+		l.mu.Unlock()
+		st := inf.(InformerHealthReporter).Stats().Store
+		if st.ReadCacheBytes > limit {
+			t.Fatalf("read cache holds %d bytes, over its %d", st.ReadCacheBytes, limit)
+		}
+		close(release)
+		synctest.Wait()
+		if len(slowSaw) != 20 || slowSaw[19] != "30" {
+			t.Fatalf("slow handler saw %v", slowSaw)
+		}
+		if after := inf.(InformerHealthReporter).Stats().Store; after.Decodes == st.Decodes {
+			t.Fatal("the slow handler decoded nothing: its objects were kept for it")
+		}
+	})
+}
+
+func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+// Readers missing the same record at once decode it once and share it.
+func TestConcurrentMissesDecodeOnce(t *testing.T) {
+	s := newCompactStore(MetaNamespaceKeyFunc, nil, CompactOptions{})
+	r, err := s.pack(podgen.Pod(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cache.drop(r)
+	start := make(chan struct{})
+	objs := make([]any, 8)
+	var wg sync.WaitGroup
+	for i := range objs {
+		wg.Go(func() {
+			<-start
+			objs[i], _ = r.forHandlers()
+		})
+	}
+	close(start)
+	wg.Wait()
+	if d := s.cache.decodes.Load(); d != 1 {
+		t.Fatalf("%d decodes, want 1", d)
+	}
+	for _, o := range objs[1:] {
+		if o != objs[0] {
+			t.Fatal("readers got different objects")
+		}
+	}
+}
+
+// The read cache's hand reaches entries in the order they came: an entry
+// no one read since it came is evicted before newer ones; one read is
+// spared once; a retired one goes first, read or not.
+func TestReadCacheClockOrder(t *testing.T) {
+	c := newReadCache(4)
+	recs := make([]*compactRecord, 8)
+	for i := range recs {
+		recs[i] = &compactRecord{key: itoa(i)}
+	}
+	for _, r := range recs[:4] {
+		c.put(r, r.key, 1)
+	}
+	c.get(recs[1], true)   // read: spared once
+	c.get(recs[2], true)   // read, but retired: not spared
+	c.retire(recs[2])      //
+	c.get(recs[3], false)  // a handler's read: not marked
+	c.put(recs[4], "4", 1) // evicts 0
+	c.put(recs[5], "5", 1) // spares 1, evicts 2
+	c.put(recs[6], "6", 1) // evicts 3
+	for i, want := range []bool{false, true, false, false, true, true, true} {
+		if got := recs[i].hot.Load() != nil; got != want {
+			t.Errorf("entry %d kept: %v, want %v", i, got, want)
+		}
+	}
+	if c.bytes() != 4 || c.entries() != 4 {
+		t.Fatalf("cache holds %d bytes in %d entries, want 4 in 4", c.bytes(), c.entries())
+	}
+}
+
+// An informer's store carries just-packed objects to the store within the
+// read cache's bound, counted from what was stored last; records that
+// never reach the store hold nothing up.
+func TestFreshObjectsStayWithinTheBound(t *testing.T) {
+	s := newCompactStore(MetaNamespaceKeyFunc, nil, CompactOptions{})
+	s.notifies = true
+	first, err := s.pack(podgen.Pod(0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := first.fresh.Load().size
+	s.cache.limit = 3*size + size/2 // the Pods differ a little in size
+	var recs []*compactRecord
+	for i := 1; i < 6; i++ {
+		r, _ := s.pack(podgen.Pod(i, 1))
+		recs = append(recs, r)
+	}
+	// Pods 0, 1, 2 fit; 3, 4, 5 (never stored) do not.
+	for i, r := range recs {
+		if has := r.fresh.Load() != nil; has != (i < 2) {
+			t.Errorf("pod %d carries its object: %v", i+1, has)
+		}
+	}
+	if err := s.Add(recs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if recs[1].fresh.Load() != nil || recs[1].hot.Load() == nil {
+		t.Fatal("a stored record's object did not move to the read cache")
+	}
+	// Pods 3 and 4 are dropped (a LIST that failed); pod 5 is stored.
+	if next, _ := s.pack(podgen.Pod(9, 1)); next.fresh.Load() != nil {
+		t.Fatal("a record carries its object beyond the bound")
+	}
+	if err := s.Add(recs[4]); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := s.pack(podgen.Pod(9, 2)); next.fresh.Load() == nil {
+		t.Fatal("records dropped before the store keep later ones from carrying their objects")
+	}
+}
