@@ -33,7 +33,9 @@ type hotEntry struct {
 // same record at once (an informer's handlers, given one notification)
 // decode it once and share the object.
 type readCache struct {
-	limit int64 // 0: keeps nothing
+	// limit is the bound (0: keeps nothing); it may change (see
+	// compactStore.resize), the cache shrinking to it at the next put.
+	limit atomic.Int64
 
 	mu   sync.Mutex // guards what follows
 	used int64
@@ -44,11 +46,18 @@ type readCache struct {
 	seed        maphash.Seed
 
 	hits, misses, decodes atomic.Uint64
+
+	// handoffs bounds what notifications hold decoded for their listeners
+	// (see handoff): not the cache's, but the same store's.
+	handoffs handoffBudget
 }
 
-// newReadCache returns a cache bounded to limit bytes (≤ 0: none kept).
-func newReadCache(limit int64) *readCache {
-	return &readCache{limit: limit, seed: maphash.MakeSeed()}
+// newReadCache returns a cache bounded to limit bytes (≤ 0: none kept),
+// with a handoff budget of handoffs bytes.
+func newReadCache(limit, handoffs int64) *readCache {
+	c := &readCache{seed: maphash.MakeSeed(), handoffs: handoffBudget{limit: handoffs}}
+	c.limit.Store(limit)
+	return c
 }
 
 // get returns rec's decoded object if the cache has it, marking its entry
@@ -72,7 +81,8 @@ func (c *readCache) decodeLock(rec *compactRecord) *sync.Mutex {
 // put keeps obj, rec's object, estimated at size bytes, unless it already
 // has one for rec or the object alone is over the bound.
 func (c *readCache) put(rec *compactRecord, obj any, size int64) {
-	if c.limit <= 0 || size > c.limit {
+	limit := c.limit.Load()
+	if limit <= 0 || size > limit {
 		return
 	}
 	h := &hotEntry{rec: rec, obj: obj, size: size}
@@ -81,7 +91,7 @@ func (c *readCache) put(rec *compactRecord, obj any, size int64) {
 	if !rec.hot.CompareAndSwap(nil, h) {
 		return // another reader put it first
 	}
-	for c.used+size > c.limit && c.hand != nil {
+	for c.used+size > limit && c.hand != nil {
 		c.evictOne()
 	}
 	c.link(h)

@@ -100,15 +100,25 @@ func TestCompactSlowHandlerBacklogHoldsRecords(t *testing.T) {
 		d.send(events...)
 		l := slow.(*listener)
 		l.mu.Lock()
+		held := 0
 		for _, n := range l.backlog[l.head:] {
-			if _, ok := n.obj.(*compactRecord); !ok {
+			h, ok := n.obj.(*handoff)
+			if !ok {
 				t.Errorf("a stuck handler's backlog holds a %T", n.obj)
+				continue
+			}
+			if h.obj != nil {
+				held++
 			}
 		}
 		l.mu.Unlock()
 		st := inf.(InformerHealthReporter).Stats().Store
 		if st.ReadCacheBytes > limit {
 			t.Fatalf("read cache holds %d bytes, over its %d", st.ReadCacheBytes, limit)
+		}
+		budget := &inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
+		if used := budget.used.Load(); used > limit || held > 2 {
+			t.Fatalf("the backlog holds %d decoded objects, %d bytes, over %d", held, used, limit)
 		}
 		close(release)
 		synctest.Wait()
@@ -117,6 +127,41 @@ func TestCompactSlowHandlerBacklogHoldsRecords(t *testing.T) {
 		}
 		if after := inf.(InformerHealthReporter).Stats().Store; after.Decodes == st.Decodes {
 			t.Fatal("the slow handler decoded nothing: its objects were kept for it")
+		}
+		if used := budget.used.Load(); used != 0 {
+			t.Fatalf("every notification delivered, handoffs still hold %d bytes", used)
+		}
+	})
+}
+
+// A handler removed with a backlog gives back what its handoffs held.
+func TestCompactRemovedHandlerGivesBackItsHandoffs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, inf := abcInformer()
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{}}); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		stuck, _ := inf.AddEventHandler(ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { <-release }})
+		if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs{}); err != nil {
+			t.Fatal(err)
+		}
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait()
+		d := &informerDriver{t: t, lw: lw}
+		d.send(ev(watch.Modified, cm("a", "11")), ev(watch.Modified, cm("b", "12")), ev(watch.Modified, cm("c", "13")))
+		budget := &inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
+		if budget.used.Load() == 0 {
+			t.Fatal("nothing held for the stuck handler: the test tests nothing")
+		}
+		if err := inf.RemoveEventHandler(stuck); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		synctest.Wait()
+		if used := budget.used.Load(); used != 0 {
+			t.Fatalf("after the stuck handler's removal, handoffs hold %d bytes", used)
 		}
 	})
 }
@@ -156,7 +201,7 @@ func TestConcurrentMissesDecodeOnce(t *testing.T) {
 // no one read since it came is evicted before newer ones; one read is
 // spared once; a retired one goes first, read or not.
 func TestReadCacheClockOrder(t *testing.T) {
-	c := newReadCache(4)
+	c := newReadCache(4, 0)
 	recs := make([]*compactRecord, 8)
 	for i := range recs {
 		recs[i] = &compactRecord{key: itoa(i)}
@@ -192,7 +237,8 @@ func TestFreshObjectsStayWithinTheBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := first.fresh.Load().size
-	s.cache.limit = 3*size + size/2 // the Pods differ a little in size
+	s.opts.ReadCacheBytes = 3*size + size/2 // the Pods differ a little in size
+	s.cache.limit.Store(s.opts.ReadCacheBytes)
 	var recs []*compactRecord
 	for i := 1; i < 6; i++ {
 		r, _ := s.pack(podgen.Pod(i, 1))

@@ -216,8 +216,8 @@ func (s *compactStore) Replace(list []any, resourceVersion string) error {
 		if err != nil {
 			return err
 		}
-		if r.idxErr != nil {
-			errs = append(errs, r.idxErr)
+		if err := r.indexErr(); err != nil {
+			errs = append(errs, err)
 		}
 		recs[i] = r
 	}

@@ -20,25 +20,66 @@ type compactRecord struct {
 	rv string
 	// idx holds the object's values for each index, in the order of the
 	// packing store's index names at packing time (an index whose
-	// function failed on the object has none); idxErr says why, if one
-	// failed (it wraps ErrIndexerFailed).
-	idx    [][]string
-	idxErr error
-	// data is the packed encoding, when pk is set; raw is the object
-	// itself otherwise.
+	// function failed on the object has none; see indexErr).
+	idx [][]string
+	// data is the packed encoding, when pk is set (otherwise the object
+	// is kept as it is: see rawObject).
 	pk   *packer
 	data []byte
-	raw  any
+	// odd holds what few records have, so that the others do without.
+	odd *recordOdd
 	// hot is the decoded object while the read cache keeps it.
 	hot atomic.Pointer[hotEntry]
-	// retired is set once the record has left its store (see
-	// readCache.retire).
-	retired atomic.Bool
 	// fresh is the object just packed, carried to an informer's store,
 	// and pos the record's place in the packing order (see
 	// compactStore.stage).
 	fresh atomic.Pointer[hotEntry]
 	pos   int64
+	// retired is set once the record has left its store (see
+	// readCache.retire).
+	retired atomic.Bool
+	// plain is the length of the encoding, before compression.
+	plain uint32
+}
+
+// decodedSize estimates the heap of the record's decoded object.
+func (r *compactRecord) decodedSize() int64 { return decodedSize(int(r.plain)) }
+
+// recordOdd is a record's rarely set fields.
+type recordOdd struct {
+	// idxErr says why an index function failed on the object (it wraps
+	// ErrIndexerFailed).
+	idxErr error
+	// raw is the object itself, for a type with no codec.
+	raw any
+}
+
+// indexErr is why an index function failed on the object, nil if none.
+func (r *compactRecord) indexErr() error {
+	if r.odd == nil {
+		return nil
+	}
+	return r.odd.idxErr
+}
+
+// setIndex sets the record's index values and failure.
+func (r *compactRecord) setIndex(idx [][]string, err error) {
+	r.idx = idx
+	if err == nil && r.odd == nil {
+		return
+	}
+	if r.odd == nil {
+		r.odd = &recordOdd{}
+	}
+	r.odd.idxErr = err
+}
+
+// rawObject is the object of a record with no encoding.
+func (r *compactRecord) rawObject() any {
+	if r.odd == nil {
+		return nil
+	}
+	return r.odd.raw
 }
 
 // packer encodes and compresses the objects of one Go type for one
@@ -86,7 +127,7 @@ func (r *compactRecord) forHandlers() (any, error) { return r.load(false) }
 
 func (r *compactRecord) load(mark bool) (any, error) {
 	if r.pk == nil {
-		return r.raw, nil
+		return r.rawObject(), nil
 	}
 	c := r.pk.cache
 	if obj, ok := c.get(r, mark); ok {
@@ -150,6 +191,8 @@ func (r *compactRecord) sameVersion(rv string) bool { return rv != "" && r.rv ==
 // the store.
 func resolveCompact(obj any) any {
 	switch o := obj.(type) {
+	case *handoff:
+		return o.take()
 	case *compactRecord:
 		if v, err := o.forHandlers(); err == nil {
 			return v

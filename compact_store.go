@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -62,7 +63,7 @@ func newCompactStore(keyFunc KeyFunc, indexers Indexers, o CompactOptions) *comp
 	s := &compactStore{
 		keyFunc: keyFunc,
 		opts:    o,
-		cache:   newReadCache(o.readCacheBytes()),
+		cache:   newReadCache(o.readCacheBytes(0), o.carryBytes()),
 		items:   map[string]*compactRecord{},
 		indices: map[string]map[string]sets.Set[string]{},
 	}
@@ -108,18 +109,18 @@ func (s *compactStore) pack(obj any) (*compactRecord, error) {
 	s.mu.RLock()
 	names, funcs := s.names, s.funcs
 	s.mu.RUnlock()
-	r.idx, r.idxErr = indexValues(key, obj, names, funcs)
+	r.setIndex(indexValues(key, obj, names, funcs))
 	r.pk = s.packerFor(obj)
 	if r.pk == nil {
-		r.raw = obj
+		r.odd = &recordOdd{idxErr: r.indexErr(), raw: obj}
 		return r, nil
 	}
 	data, plain, err := r.pk.pack(obj)
 	if err != nil {
 		return nil, fmt.Errorf("packing %s: %w", key, err)
 	}
-	r.data = data
-	s.stage(r, obj, decodedSize(plain))
+	r.data, r.plain = data, uint32(plain)
+	s.stage(r, obj, r.decodedSize())
 	return r, nil
 }
 
@@ -138,7 +139,7 @@ func (s *compactStore) stage(r *compactRecord, obj any, size int64) {
 		return
 	}
 	r.pos = s.packed.Add(size)
-	if s.cache.limit > 0 && r.pos-s.stored.Load() <= s.cache.limit {
+	if carry := s.opts.carryBytes(); carry > 0 && r.pos-s.stored.Load() <= carry {
 		r.fresh.Store(&hotEntry{rec: r, obj: obj, size: size})
 	}
 }
@@ -174,12 +175,26 @@ func indexValues(key string, obj any, names []string, funcs []IndexFunc) ([][]st
 			}
 			continue
 		}
-		idx[i] = vs
+		idx[i] = interned(vs)
 	}
 	if failures > 1 {
 		first = fmt.Errorf("%w (and %d more failures)", first, failures-1)
 	}
 	return idx, first
+}
+
+// interned is a copy of vs with each value interned: index values (a
+// namespace, a label) repeat across records, and the copy keeps nothing
+// of the object or of the index function's slice.
+func interned(vs []string) []string {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = unique.Make(v).Value()
+	}
+	return out
 }
 
 // Add and Update store obj's record.
@@ -198,7 +213,7 @@ func (s *compactStore) write(obj any) error {
 	if old != nil && old != r {
 		s.leave(old)
 	}
-	return r.idxErr
+	return r.indexErr()
 }
 
 // Delete removes the record under obj's key (obj may be a record).
@@ -229,6 +244,14 @@ func (s *compactStore) Delete(obj any) error {
 		s.leave(r)
 	}
 	return nil
+}
+
+// resize bounds the read cache to what the records now hold (see
+// CompactOptions.ReadCacheBytes). s.mu is held.
+func (s *compactStore) resize() {
+	if s.opts.ReadCacheBytes == 0 {
+		s.cache.limit.Store(s.opts.readCacheBytes(s.held))
+	}
 }
 
 // leave lets the read cache know that r left the store.
@@ -273,6 +296,7 @@ func (s *compactStore) put(r *compactRecord) *compactRecord {
 	s.items[r.key] = r
 	s.settle(r)
 	s.held += r.size()
+	s.resize()
 	if r.pk != nil {
 		s.encoded++
 	}
@@ -288,6 +312,7 @@ func (s *compactStore) put(r *compactRecord) *compactRecord {
 // s.mu is held.
 func (s *compactStore) remove(r *compactRecord) {
 	s.held -= r.size()
+	s.resize()
 	if r.pk != nil {
 		s.encoded--
 	}
@@ -324,10 +349,10 @@ func (s *compactStore) indexDel(name, value, key string) {
 func (s *compactStore) reindexRecord(r *compactRecord) {
 	obj, err := r.object()
 	if err != nil {
-		r.idx, r.idxErr = make([][]string, len(s.funcs)), fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err)
+		r.setIndex(make([][]string, len(s.funcs)), fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err))
 		return
 	}
-	r.idx, r.idxErr = indexValues(r.key, obj, s.names, s.funcs)
+	r.setIndex(indexValues(r.key, obj, s.names, s.funcs))
 }
 
 // hasMeta says whether obj has object metadata.

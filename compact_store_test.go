@@ -179,8 +179,8 @@ func TestReadCacheIsBoundedAndHot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if b := s.cache.bytes(); b > s.cache.limit {
-		t.Fatalf("read cache holds %d bytes, over its %d", b, s.cache.limit)
+	if b := s.cache.bytes(); b > s.cache.limit.Load() {
+		t.Fatalf("read cache holds %d bytes, over its %d", b, s.cache.limit.Load())
 	}
 	key, _ := MetaNamespaceKeyFunc(podgen.Pod(0, 1))
 	first, _, _ := s.GetByKey(key)
@@ -194,7 +194,7 @@ func TestReadCacheIsBoundedAndHot(t *testing.T) {
 		s.GetByKey(k)
 	}
 	after := s.stats()
-	if after.ReadMisses-before.ReadMisses < n/2 || after.ReadCacheBytes > s.cache.limit {
+	if after.ReadMisses-before.ReadMisses < n/2 || after.ReadCacheBytes > s.cache.limit.Load() {
 		t.Fatalf("reading every object: %d misses, %d bytes cached", after.ReadMisses-before.ReadMisses, after.ReadCacheBytes)
 	}
 	for i := range n {

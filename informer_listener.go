@@ -107,6 +107,7 @@ func (l *listener) add(n notification) {
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
+		abandonAll(n)
 		return
 	}
 	if l.head > 0 && len(l.backlog) == cap(l.backlog) && l.head >= len(l.backlog)/2 {
@@ -127,12 +128,17 @@ func (l *listener) signal() {
 	}
 }
 
-// stop ends run after the call in progress; the backlog is dropped.
+// stop ends run after the call in progress; the backlog is dropped (its
+// handoffs abandoned).
 func (l *listener) stop() {
 	l.mu.Lock()
 	l.stopped = true
+	dropped := l.backlog[l.head:]
 	l.backlog, l.head = nil, 0
 	l.mu.Unlock()
+	for _, n := range dropped {
+		abandonAll(n)
+	}
 	l.signal()
 }
 

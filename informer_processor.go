@@ -49,6 +49,7 @@ func (p *processor) remove(l *listener) {
 	if p.started {
 		l.stop()
 	} else {
+		l.stop() // drops the backlog; run never started
 		close(l.done)
 	}
 }
@@ -79,9 +80,21 @@ func (p *processor) stop() {
 
 // distribute queues n to every listener, or, for a resync notification,
 // to the listeners whose resync is due.
+// A compact store's records go as handoffs, so that the listeners share
+// the decoded objects.
 func (p *processor) distribute(n notification, resync bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	k := 0
+	for _, l := range p.listeners {
+		if !resync || l.syncing {
+			k++
+		}
+	}
+	if k == 0 {
+		return
+	}
+	n = handOffAll(n, k)
 	for _, l := range p.listeners {
 		if !resync || l.syncing {
 			l.add(n)

@@ -307,7 +307,7 @@ func sameResourceVersion(a, b interface{}) bool {
 // store's record answers for its object).
 func versionOf(obj interface{}) (string, bool) {
 	if r, ok := obj.(*compactRecord); ok {
-		return r.rv, r.pk != nil || hasMeta(r.raw)
+		return r.rv, r.pk != nil || hasMeta(r.rawObject())
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

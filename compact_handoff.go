@@ -1,0 +1,117 @@
+package cache
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// handoff is one object of a notification, a compact store's record, as
+// the listeners it was given to share it: the first to deliver it decodes
+// it (unless the read cache had it when the notification was made), and
+// the others are given the same object, which the handoff holds until the
+// last of them has taken it, within its store's handoff budget. Without
+// room in the budget a handoff holds nothing, and each listener reads the
+// record through the read cache, as if alone.
+//
+// Every listener a handoff is given to takes it exactly once: at
+// delivery (take), or when its backlog is dropped (abandon); the last
+// gives the budget back.
+type handoff struct {
+	rec *compactRecord
+
+	mu sync.Mutex // guards what follows
+	// obj is the object held for the listeners still to take it (nil:
+	// none), charged to the budget.
+	obj any
+	// pending is how many listeners have still to take the handoff.
+	pending int
+}
+
+// handoffBudget bounds the decoded objects handoffs hold, in estimated
+// bytes.
+type handoffBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// charge takes n bytes of the budget, if there is room.
+func (b *handoffBudget) charge(n int64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+// handOff returns what a notification given to k listeners carries for
+// obj: a handoff for a record with bytes, holding its object now if the
+// read cache has it; obj itself otherwise.
+func handOff(obj any, k int) any {
+	r, ok := obj.(*compactRecord)
+	if !ok || r.pk == nil {
+		return obj
+	}
+	h := &handoff{rec: r, pending: k}
+	c := r.pk.cache
+	if v, ok := c.get(r, false); ok && c.handoffs.charge(r.decodedSize()) {
+		c.hits.Add(1)
+		h.obj = v
+	}
+	return h
+}
+
+// take returns the handoff's object for one listener: the held one, or the
+// record's (decoded now if the read cache has it no longer; the record
+// itself if its bytes do not decode, as resolveCompact does).
+func (h *handoff) take() any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	obj := h.obj
+	if obj == nil {
+		v, err := h.rec.forHandlers()
+		if err != nil {
+			h.done()
+			return h.rec
+		}
+		obj = v
+		if h.pending > 1 && h.rec.pk.cache.handoffs.charge(h.rec.decodedSize()) {
+			h.obj = v
+		}
+	}
+	h.done()
+	return obj
+}
+
+// abandon is take for a listener that will not deliver the notification.
+func (h *handoff) abandon() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done()
+}
+
+// done counts one listener off; the last lets the object go. h.mu is held.
+func (h *handoff) done() {
+	h.pending--
+	if h.pending == 0 && h.obj != nil {
+		h.obj = nil
+		h.rec.pk.cache.handoffs.used.Add(-h.rec.decodedSize())
+	}
+}
+
+// handOffAll returns n as given to k listeners (see handOff).
+func handOffAll(n notification, k int) notification {
+	if n.kind == notifySnapshot {
+		return n
+	}
+	n.old, n.obj = handOff(n.old, k), handOff(n.obj, k)
+	return n
+}
+
+// abandonAll abandons n's handoffs.
+func abandonAll(n notification) {
+	for _, o := range []any{n.old, n.obj} {
+		if h, ok := o.(*handoff); ok {
+			h.abandon()
+		}
+	}
+}
