@@ -35,29 +35,36 @@ const (
 )
 
 // Damaged returns copies of gz, a gzip member longer than 40 bytes, each
-// damaged once: a byte inverted, and the body cut, at every position class
-// (each header byte; the first, middle and last bytes of the compressed
-// data; each byte of the CRC-32 and of the length), and a member followed
-// by bytes that are not another.
+// damaged once: a byte inverted, and the body cut before it, at every
+// position class (header bytes; the first, middle and last bytes of the
+// compressed data; each byte of the CRC-32 and of the length), the data
+// without its trailer, and a member followed by bytes that are not
+// another. The cases, and their names, are the same for every gz: the
+// positions are named by their role.
 func Damaged(gz []byte) []Damage {
 	if len(gz) <= 40 {
 		panic("gztest: Damaged needs a member longer than 40 bytes")
 	}
 	n := len(gz)
-	at := map[string][]int{
-		"header": {0, 1, 2, 3, 4, 7, 8, 9},
-		"data":   {header, header + 1, n / 2, n - trailer - 1},
-		"crc":    {n - 8, n - 7, n - 6, n - 5},
-		"length": {n - 4, n - 3, n - 2, n - 1},
+	type pos struct {
+		name string
+		i    int
+	}
+	var at []pos
+	for _, i := range []int{0, 1, 2, 3, 4, 7, 8, 9} {
+		at = append(at, pos{fmt.Sprintf("header byte %d", i), i})
+	}
+	at = append(at, pos{"data's first byte", header}, pos{"data's second byte", header + 1},
+		pos{"data's middle byte", n / 2}, pos{"data's last byte", n - trailer - 1})
+	for i := range 4 {
+		at = append(at, pos{fmt.Sprintf("crc byte %d", i), n - trailer + i}, pos{fmt.Sprintf("length byte %d", i), n - 4 + i})
 	}
 	var out []Damage
-	for _, class := range []string{"header", "data", "crc", "length"} {
-		for _, i := range at[class] {
-			b := bytes.Clone(gz)
-			b[i] ^= 0xff
-			out = append(out, Damage{fmt.Sprintf("%s byte %d inverted", class, i), b})
-			out = append(out, Damage{fmt.Sprintf("%s cut at %d", class, i), bytes.Clone(gz[:i])})
-		}
+	for _, p := range at {
+		b := bytes.Clone(gz)
+		b[p.i] ^= 0xff
+		out = append(out, Damage{p.name + " inverted", b})
+		out = append(out, Damage{"cut before the " + p.name, bytes.Clone(gz[:p.i])})
 	}
 	out = append(out, Damage{"data cut at its end, no trailer", bytes.Clone(gz[:n-trailer])})
 	out = append(out, Damage{"trailing bytes", append(bytes.Clone(gz), "not gzip"...)})
