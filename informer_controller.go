@@ -35,6 +35,9 @@ type controller struct {
 	// held, if set, is the store the Queue feeds (an informer's indexer),
 	// where a relist looks for the objects it holds.
 	held getter
+	// pack, if set, packs objects into the informer's compact store's
+	// records: the Reflector runs it on each LIST page (see packWith).
+	pack TransformFunc
 	// applies: the Config's Process is this package's delta applier (an
 	// informer's), so an error it returns is the store's failure to apply
 	// a change (see storeFailed); a Process of the user's has its errors
@@ -144,7 +147,11 @@ func (c *controller) newReflector(ctx context.Context, shard *Shard) *Reflector 
 	r := NewReflectorWithOptions(cfg.ListerWatcher, cfg.ObjectType, cfg.Queue, opts)
 	if c.held != nil {
 		r.reuseFrom(c.held, opts)
-		if l, ok := c.held.(interface{ List() []interface{} }); ok {
+		r.packWith(c.pack)
+		if v, ok := c.held.(handlerView); ok {
+			// A compact store's records, undecoded (see keptObjects).
+			r.heldList = v.allForHandlers
+		} else if l, ok := c.held.(interface{ List() []interface{} }); ok {
 			r.heldList = l.List
 		}
 	}

@@ -84,7 +84,7 @@ func (a deltaApplier) applyOne(d Delta, isInInitialList bool) error {
 		}
 		return a.replaceAll(info, isInInitialList)
 	case SyncAll:
-		for _, o := range a.store.List() {
+		for _, o := range a.allHeld() {
 			a.handler.OnUpdate(o, o)
 		}
 		return nil
@@ -100,7 +100,7 @@ func (a deltaApplier) applyOne(d Delta, isInInitialList bool) error {
 }
 
 func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
-	old, exists, err := a.store.Get(obj)
+	old, exists, err := a.held(obj)
 	if err == nil && exists {
 		if err := a.store.Update(obj); err != nil {
 			return err
@@ -126,7 +126,7 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 	keys := make([]string, len(info.Objects))
 	listed := make(map[string]struct{}, len(info.Objects))
 	for i, o := range info.Objects {
-		k, err := informerKeyFunc(o)
+		k, err := informerKeyOf(o)
 		if err != nil {
 			return clientgocache.KeyError{Obj: o, Err: err}
 		}
@@ -136,7 +136,7 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 	gone := a.missing(listed)
 	olds := make([]interface{}, len(info.Objects))
 	for i, k := range keys {
-		if old, exists, err := a.store.GetByKey(k); err == nil && exists {
+		if old, exists := a.heldByKey(k); exists {
 			olds[i] = old
 		}
 	}
@@ -161,6 +161,46 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 	return nil
 }
 
+// held returns what the store holds under obj's key, as handlers are to
+// get it (a compact store's record: see handlerView).
+func (a deltaApplier) held(obj interface{}) (interface{}, bool, error) {
+	if _, ok := a.store.(handlerView); !ok {
+		return a.store.Get(obj)
+	}
+	key, err := informerKeyOf(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	old, ok := a.heldByKey(key)
+	return old, ok, nil
+}
+
+// heldByKey is held by key.
+func (a deltaApplier) heldByKey(key string) (interface{}, bool) {
+	if v, ok := a.store.(handlerView); ok {
+		return v.heldForHandlers(key)
+	}
+	old, ok, err := a.store.GetByKey(key)
+	return old, ok && err == nil
+}
+
+// allHeld is every held object, as handlers are to get them.
+func (a deltaApplier) allHeld() []interface{} {
+	if v, ok := a.store.(handlerView); ok {
+		return v.allForHandlers()
+	}
+	return a.store.List()
+}
+
+// informerKeyOf is obj's key in an informer's store (a record carries
+// its own).
+func informerKeyOf(obj interface{}) (string, error) {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.key, nil
+	}
+	return informerKeyFunc(obj)
+}
+
 // missing returns tombstones, sorted by key, for the stored objects whose
 // keys are not in listed.
 func (a deltaApplier) missing(listed map[string]struct{}) []clientgocache.DeletedFinalStateUnknown {
@@ -169,7 +209,7 @@ func (a deltaApplier) missing(listed map[string]struct{}) []clientgocache.Delete
 		if _, ok := listed[k]; ok {
 			continue
 		}
-		old, _, _ := a.store.GetByKey(k)
+		old, _ := a.heldByKey(k)
 		gone = append(gone, clientgocache.DeletedFinalStateUnknown{Key: k, Obj: old})
 	}
 	sort.Slice(gone, func(i, j int) bool { return gone[i].Key < gone[j].Key })

@@ -134,6 +134,9 @@ type HandlerStats struct {
 type InformerStats struct {
 	Reflector Stats
 	Handlers  []HandlerStats
+	// Store is the compact store's figures (ReflectorOptions.Compact),
+	// nil when the informer holds its objects decoded.
+	Store *CompactStats
 }
 
 // SetHandlerLimits implements InformerHealthReporter.
@@ -183,6 +186,7 @@ func (s *sharedIndexInformer) Stats() InformerStats {
 		}
 	}
 	st.Handlers = s.processor.stats(time.Now())
+	st.Store = s.indexer.compactStats()
 	return st
 }
 

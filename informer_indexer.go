@@ -52,6 +52,14 @@ type guardedIndexer struct {
 	unindexed map[string]map[string]struct{}
 	// indexers are the index functions as given (GetIndexers).
 	indexers Indexers
+	// compact, when set (before Run), is the store: it leaves an object
+	// out of an index whose function fails and keeps every index free of
+	// stale entries itself, so writes go straight to it (see
+	// compactWrite).
+	compact *compactStore
+	// storeOptions are client-go's store options the indexer was made
+	// with, kept to make it again (see storeFor).
+	storeOptions []clientgocache.StoreOption
 }
 
 // indexFailure is an index function's error on an object during a write.
@@ -64,7 +72,7 @@ type indexFailure struct {
 // newGuardedIndexer returns an empty guardedIndexer keyed as the
 // informers' stores are, with indexers and client-go's store options.
 func newGuardedIndexer(indexers Indexers, opts ...clientgocache.StoreOption) *guardedIndexer {
-	g := &guardedIndexer{indexers: maps.Clone(indexers)}
+	g := &guardedIndexer{indexers: maps.Clone(indexers), storeOptions: opts}
 	if g.indexers == nil {
 		g.indexers = Indexers{}
 	}
@@ -106,6 +114,9 @@ func (g *guardedIndexer) Update(obj interface{}) error { return g.upsert(obj, g.
 
 // upsert stores obj with op, client-go's Add or Update.
 func (g *guardedIndexer) upsert(obj interface{}, op func(interface{}) error) error {
+	if g.compact != nil {
+		return g.compactWrite(func() error { return op(obj) })
+	}
 	g.mu.Lock()
 	failed, err := g.run(func() error { return op(obj) })
 	failed = g.settle(obj, obj, failed)
@@ -117,6 +128,9 @@ func (g *guardedIndexer) upsert(obj interface{}, op func(interface{}) error) err
 
 // Delete removes obj (see upsert).
 func (g *guardedIndexer) Delete(obj interface{}) error {
+	if g.compact != nil {
+		return g.compactWrite(func() error { return g.Indexer.Delete(obj) })
+	}
 	g.mu.Lock()
 	failed, err := g.run(func() error { return g.Indexer.Delete(obj) })
 	failed = g.settle(obj, nil, failed)
@@ -129,6 +143,9 @@ func (g *guardedIndexer) Delete(obj interface{}) error {
 // Replace makes the store hold list, every index rebuilt without the
 // objects its function fails on.
 func (g *guardedIndexer) Replace(list []interface{}, resourceVersion string) error {
+	if g.compact != nil {
+		return g.compactWrite(func() error { return g.Indexer.Replace(list, resourceVersion) })
+	}
 	g.mu.Lock()
 	failed, err := g.run(func() error { return g.Indexer.Replace(list, resourceVersion) })
 	if err == nil {
@@ -144,6 +161,17 @@ func (g *guardedIndexer) Replace(list []interface{}, resourceVersion string) err
 // AddIndexers adds indexes, leaving out the stored objects their
 // functions fail on.
 func (g *guardedIndexer) AddIndexers(indexers Indexers) error {
+	if g.compact != nil {
+		return g.compactWrite(func() error {
+			err := g.Indexer.AddIndexers(indexers)
+			if err == nil || errors.Is(err, ErrIndexerFailed) {
+				g.mu.Lock()
+				maps.Copy(g.indexers, indexers)
+				g.mu.Unlock()
+			}
+			return err
+		})
+	}
 	g.mu.Lock()
 	failed, err := g.run(func() error { return g.Indexer.AddIndexers(g.wrap(indexers)) })
 	if err == nil {

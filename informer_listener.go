@@ -237,6 +237,11 @@ func (l *listener) deliver(n notification) (returned bool) {
 	l.busySince.Store(start.UnixNano())
 	defer l.callEnded(start)
 	defer utilruntime.HandleCrashWithLogger(l.logger, l.onPanic...)
+	if n.kind != notifySnapshot {
+		// A compact store's records are decoded now, on the handler's
+		// goroutine (see resolveCompact).
+		n.old, n.obj = resolveCompact(n.old), resolveCompact(n.obj)
+	}
 	switch n.kind {
 	case notifyAdd:
 		l.handler.OnAdd(n.obj, n.initial)

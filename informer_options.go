@@ -30,7 +30,14 @@ func (s *sharedIndexInformer) SetReflectorOptions(o ReflectorOptions) error {
 	if err := checkShardOption(o, "SetReflectorOptions"); err != nil {
 		return err
 	}
-	return s.beforeStart(func() { s.reflectorOptions = &o })
+	return s.beforeStart(func() { s.setReflectorOptions(o) })
+}
+
+// setReflectorOptions sets o as the Reflector's options, and the store
+// they ask for (see ReflectorOptions.Compact). Before Run only.
+func (s *sharedIndexInformer) setReflectorOptions(o ReflectorOptions) {
+	s.reflectorOptions = &o
+	s.indexer.storeFor(o.Compact)
 }
 
 // checkShardOption fails, naming fn, if o.Shard points at the zero Shard,

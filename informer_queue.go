@@ -28,6 +28,9 @@ type informerQueue struct {
 	// local marks the Replaces a merged reshard makes, for the applier
 	// (nil when the queue does not emit one ReplacedAll per Replace).
 	local *localReplaces
+	// packs says the transform packs objects into a compact store's
+	// records (it passes records through, so held ones need no care).
+	packs bool
 }
 
 // ReplaceLocal is Replace for a merged reshard (see localReplacer): the
@@ -100,6 +103,9 @@ func (q *informerQueue) Replace(list []interface{}, resourceVersion string) erro
 // (the very object, not an equal one) is passed through unchanged.
 func (q *informerQueue) skipHeld(store getter, transform clientgocache.TransformFunc) clientgocache.TransformFunc {
 	return func(obj interface{}) (interface{}, error) {
+		if q.packs {
+			return transform(obj)
+		}
 		if q.replacing.Load() && isHeldIn(store, obj) {
 			return obj, nil
 		}
@@ -133,9 +139,13 @@ func newInformerQueue(logger klog.Logger, objType any, store clientgocache.Store
 	if transform != nil {
 		opts.Transformer = q.skipHeld(store, transform)
 	}
+	atomic := gates.Enabled(clientgofeatures.AtomicFIFO)
+	if atomic {
+		opts.KeyFunction = batchKey
+	}
+	opts.KeyFunction = recordKeys(opts.KeyFunction, atomic)
 	if gates.Enabled(clientgofeatures.AtomicFIFO) {
 		q.local = &localReplaces{}
-		opts.KeyFunction = batchKey
 		opts.AtomicEvents = true
 		opts.UnlockWhileProcessing = gates.Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
 		opts.EmitDeltaTypeBookmark = true

@@ -30,7 +30,7 @@ func (s *sharedIndexInformer) SetShard(sh Shard) error {
 			o = *s.reflectorOptions
 		}
 		o.Shard = &sh
-		s.reflectorOptions = &o
+		s.setReflectorOptions(o)
 	})
 	if err != errStarted {
 		return err
@@ -170,8 +170,7 @@ func NewSharedIndexInformerWith(o ReflectorOptions) func(clientgocache.ListerWat
 	}
 	return func(lw clientgocache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers Indexers) SharedIndexInformer {
 		s := newSharedIndexInformer(lw, obj, SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers}, "NewSharedIndexInformerWith")
-		opts := o
-		s.reflectorOptions = &opts
+		s.setReflectorOptions(o)
 		return s
 	}
 }

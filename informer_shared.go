@@ -56,6 +56,10 @@ type sharedIndexInformer struct {
 	// claimed when Run starts (see claimName).
 	name string
 
+	// storeMetrics publishes a compact store's figures (nil: none); set
+	// by Run before the goroutine applying changes starts.
+	storeMetrics *storeMetrics
+
 	// blockDeltas is held while deltas are applied and while a handler
 	// joins or leaves, so that a joining handler sees a consistent store.
 	blockDeltas sync.Mutex
@@ -156,6 +160,9 @@ func (s *sharedIndexInformer) RunWithContext(ctx context.Context) {
 	// stopped.
 	defer releaseName(s.name)
 	s.processor.start(s.metricsTarget())
+	// Closed last of all (deferred first), once everything is joined.
+	s.storeMetrics = openStoreMetrics(s.storeMetricsTarget())
+	defer s.storeMetrics.close()
 	// Deferred, so that a panic's way out stops and joins everything too:
 	// stopped is set, then ctx cancelled, then the goroutines waited for.
 	defer s.logUnsynced(klog.FromContext(ctx))
@@ -208,6 +215,13 @@ func (s *sharedIndexInformer) metricsTarget() (ReflectorMetricsProvider, string)
 	return nil, s.name
 }
 
+// storeMetricsTarget is what openStoreMetrics needs: the metrics
+// provider, the informer's name and its compact store (nil if none).
+func (s *sharedIndexInformer) storeMetricsTarget() (ReflectorMetricsProvider, string, *compactStore) {
+	p, name := s.metricsTarget()
+	return p, name, s.indexer.compact
+}
+
 // startOnce builds the controller and marks the informer started; nil if
 // it had already started.
 func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
@@ -217,7 +231,12 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	q := newInformerQueue(logger, s.objType, s.indexer, s.transform, s.options.Identifier, s.options.InformerMetricsProvider)
+	transform, pack := s.transform, s.indexer.packer(s.transform)
+	if pack != nil {
+		transform = pack
+	}
+	q := newInformerQueue(logger, s.objType, s.indexer, transform, s.options.Identifier, s.options.InformerMetricsProvider)
+	q.packs = pack != nil
 	a := deltaApplier{store: s.indexer, handler: fanOut{s}, replaced: &s.replaced, position: &s.position, local: q.local}
 	s.ctrl = New(&Config{
 		Queue:             q,
@@ -229,11 +248,13 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 		Process: func(obj interface{}, initial bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
+			defer s.storeMetrics.publish()
 			return a.process(obj, initial)
 		},
 		ProcessBatch: func(deltas []Delta, initial bool) error {
 			s.blockDeltas.Lock()
 			defer s.blockDeltas.Unlock()
+			defer s.storeMetrics.publish()
 			return a.processBatch(deltas, initial)
 		},
 		WatchErrorHandlerWithContext: s.watchErrorHandler,
@@ -246,6 +267,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	s.ctrl.adjust = s.reflectorOptionsNamed(s.name)
 	s.ctrl.built = s.reflectorBuilt
 	s.ctrl.held = s.indexer
+	s.ctrl.pack = pack
 	s.ctrl.applies = true
 	s.indexer.reportTo(s.ctrl.storeFailed)
 	s.started = true
@@ -262,6 +284,7 @@ func (f fanOut) OnAdd(obj interface{}, isInInitialList bool) {
 }
 
 func (f fanOut) OnUpdate(old, obj interface{}) {
+	// old and obj may be records (a compact store): compared undecoded.
 	f.s.processor.distribute(notification{kind: notifyUpdate, old: old, obj: obj}, sameResourceVersion(old, obj))
 }
 
@@ -272,15 +295,25 @@ func (f fanOut) OnDelete(obj interface{}) {
 // sameResourceVersion reports whether both objects have metadata and the
 // same resourceVersion.
 func sameResourceVersion(a, b interface{}) bool {
-	ma, err := meta.Accessor(a)
-	if err != nil {
+	ra, ok := versionOf(a)
+	if !ok {
 		return false
 	}
-	mb, err := meta.Accessor(b)
-	if err != nil {
-		return false
+	rb, ok := versionOf(b)
+	return ok && ra == rb
+}
+
+// versionOf is obj's resourceVersion, if it has metadata (a compact
+// store's record answers for its object).
+func versionOf(obj interface{}) (string, bool) {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.rv, r.pk != nil || hasMeta(r.raw)
 	}
-	return ma.GetResourceVersion() == mb.GetResourceVersion()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
 }
 
 // errStarted is returned by the setters once the informer has started.

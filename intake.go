@@ -9,6 +9,7 @@ import (
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache/internal/lean"
+	"github.com/kreflector/cache/internal/listhint"
 )
 
 // intake prepares objects before they reach the store, in this order:
@@ -49,6 +50,9 @@ type intake struct {
 	// filled says a sync has completed, so the store may hold objects.
 	// Before that nothing is looked up: the first sync finds nothing.
 	filled bool
+	// pack, if set, packs each object of a LIST page into a compact
+	// store's record once the steps above are done (see packWith).
+	pack TransformFunc
 }
 
 // newIntake returns the intake of a Reflector with options o writing to
@@ -56,7 +60,7 @@ type intake struct {
 func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 	in := &intake{dropManagedFields: o.DropManagedFields, adoptMutable: !storeTransforms(store)}
 	maps := o.ShareMaps && in.adoptMutable
-	if o.ShareStrings || maps {
+	if (o.ShareStrings || maps) && !storesBytes(o, store) {
 		in.table = lean.NewTable(o.ShareStrings, maps)
 	}
 	if o.ReuseHeldObjects == nil || *o.ReuseHeldObjects {
@@ -66,6 +70,14 @@ func newIntake(o ReflectorOptions, store ReflectorStore) *intake {
 		return nil
 	}
 	return in
+}
+
+// storesBytes says whether the objects end up encoded (a compact store, or
+// an informer's with ReflectorOptions.Compact): sharing their values
+// before they are encoded would save nothing and keep a table.
+func storesBytes(o ReflectorOptions, store ReflectorStore) bool {
+	_, compact := store.(*compactStore)
+	return compact || o.Compact != nil
 }
 
 // dropsManagedFields says whether every object's managedFields are
@@ -105,7 +117,7 @@ func (in *intake) leanDeleted(obj runtime.Object) {
 // spends a little work on objects leaving the cache), unless nothing is
 // made lean or, for a WatchList's initial events, the store's held
 // objects are looked up first (see prepare).
-func (in *intake) watchItem(mode streamMode) func(runtime.Object) {
+func (in *intake) watchItem(mode streamMode) listhint.ItemFunc {
 	if in == nil || !in.leans() || (mode.gathering() && in.reusing()) {
 		return nil
 	}
@@ -137,6 +149,9 @@ func (in *intake) prepare(obj runtime.Object, reuse bool) (out interface{}, reus
 		if old, same = in.heldVersion(obj); same {
 			return old, true
 		}
+	}
+	if _, isRecord := old.(*compactRecord); isRecord {
+		old = nil // nothing to adopt from bytes
 	}
 	in.leanFrom(obj, old)
 	return obj, false
@@ -173,6 +188,9 @@ func (in *intake) heldVersion(obj runtime.Object) (old interface{}, same bool) {
 
 // resourceVersionOf is obj's resourceVersion, "" if it has no metadata.
 func resourceVersionOf(obj interface{}) string {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.rv
+	}
 	if m, ok := obj.(metav1.Object); ok {
 		return m.GetResourceVersion()
 	}
@@ -274,4 +292,19 @@ func (r *Reflector) reuseFrom(store getter, o ReflectorOptions) {
 		r.in = &intake{adoptMutable: !storeTransforms(r.store)}
 	}
 	r.in.held = heldInStore{store: store}
+	if v, ok := store.(handlerView); ok {
+		r.in.held = heldRecords{v}
+	}
+}
+
+// heldRecords asks an informer's indexer, whose compact store answers
+// with its records (undecoded) and other stores with their objects.
+type heldRecords struct{ v handlerView }
+
+func (h heldRecords) held(obj interface{}) (interface{}, bool) {
+	key, err := informerKeyOf(obj)
+	if err != nil {
+		return nil, false
+	}
+	return h.v.heldForHandlers(key)
 }

@@ -84,18 +84,3 @@ func (c *cycle) listShard(ctx context.Context, rv string, pageSize int64, cause 
 	c.r.stats.reused(res.reused)
 	return res, err, true
 }
-
-// pageSizeFor is the LIST page size for a list at rv: the user's choice,
-// else the default when the server is known to page (no watch cache) or
-// the list may be served from any cache (RV "" or "0"), else no paging so
-// the watch cache can answer an exact-RV relist.
-func (r *Reflector) pageSizeFor(rv string) int64 {
-	switch {
-	case r.WatchListPageSize != 0:
-		return r.WatchListPageSize
-	case r.server.pagedAtRV0, rv == "", rv == "0":
-		return defaultPageSize
-	default:
-		return 0
-	}
-}

@@ -262,6 +262,22 @@ type ReflectorOptions struct {
 	// at Replace for a LIST, as each object arrives for a WatchList, at
 	// each event for a watch.
 	DropManagedFields bool
+
+	// Compact, for an informer of this package, holds its store's objects
+	// encoded and compressed instead of decoded (see CompactOptions for
+	// what reads cost and return): a realistic Pod takes about a tenth of
+	// the heap. Objects are packed where they enter: each LIST page as it
+	// arrives (after the informer's transform, which then runs there),
+	// each WatchList initial event and watch event in the informer's
+	// queue, so that a sync never holds the decoded cache; a relist keeps
+	// the records of objects whose resourceVersion did not change (unless
+	// ReuseHeldObjects is false). Handlers get decoded objects, decoded at
+	// delivery when the read cache has not got them: a slow handler's
+	// backlog holds records, not objects. The lean options apply to what
+	// is encoded (DropManagedFields shrinks every record) and to what the
+	// read cache holds. A plain Reflector ignores it: give it a store made
+	// by NewCompactIndexer instead. nil: objects are held decoded.
+	Compact *CompactOptions
 }
 
 // logger is the Logger option or klog's default.

@@ -90,7 +90,7 @@ type Reflector struct {
 	listCause ListCause
 	// pos is the resume position; the loop goroutine owns it (see rv.go).
 	pos resumePosition
-	// stale counts watches failing at one RV (see selfheal.go).
+	// stale counts watches failing at one RV (see rv.go).
 	stale          staleStreak
 	staleThreshold int
 	stallWindow    time.Duration

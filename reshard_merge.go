@@ -150,7 +150,7 @@ func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}
 func (c *cycle) keptObjects() []interface{} {
 	var kept []interface{}
 	for _, it := range c.r.heldList() {
-		obj, ok := it.(runtime.Object)
+		obj, ok := heldObject(it)
 		if !ok {
 			continue
 		}
@@ -159,6 +159,21 @@ func (c *cycle) keptObjects() []interface{} {
 		}
 	}
 	return kept
+}
+
+// heldObject is the object a held item stands for: the item, or a
+// compact store's record decoded (through its read cache, so the decoded
+// copy is not kept: the record is what is kept).
+func heldObject(it interface{}) (runtime.Object, bool) {
+	if r, ok := it.(*compactRecord); ok {
+		obj, err := r.object()
+		if err != nil {
+			return nil, false
+		}
+		it = obj
+	}
+	obj, ok := it.(runtime.Object)
+	return obj, ok
 }
 
 // replaceLocally hands the store its new content, telling an informer's

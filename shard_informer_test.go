@@ -58,7 +58,15 @@ func (l *changeLog) take() []string {
 // A reshard is merged into the store: only the range the new shard adds
 // is listed, the object that left is deleted with no call, the one that
 // stays gets no event, and the watch resumes from where it was.
+// With a compact store, the object that stays keeps its record: the
+// merge holds bytes, not a decoded copy.
 func TestInformerReshard(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) { informerReshard(t, compact) })
+	}
+}
+
+func informerReshard(t *testing.T, compact bool) {
 	synctest.Test(t, func(t *testing.T) {
 		old := mustShard(t, 0, 2) // the first half
 		q0, q2 := mustShard(t, 0, 4), mustShard(t, 2, 4)
@@ -70,7 +78,11 @@ func TestInformerReshard(t *testing.T) {
 			{list: echoed(cmList("5", "", stays, leaves), old)},
 			{list: echoed(cmList("6", "", enters), q2)},
 		}, []watchReply{{hang: true}, {hang: true}})
-		inf := NewSharedIndexInformerWith(ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false)})(lw, &corev1.ConfigMap{}, 0, Indexers{})
+		o := ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false)}
+		if compact {
+			o.Compact = &CompactOptions{}
+		}
+		inf := NewSharedIndexInformerWith(o)(lw, &corev1.ConfigMap{}, 0, Indexers{})
 		log := &changeLog{}
 		if _, err := inf.AddEventHandler(log.handler()); err != nil {
 			t.Fatal(err)
@@ -81,6 +93,7 @@ func TestInformerReshard(t *testing.T) {
 		if got, want := log.take(), []string{"add leaves", "add stays"}; !slices.Equal(got, want) {
 			t.Fatalf("first sync: %q, want %q", got, want)
 		}
+		held := heldRecord(inf, "ns/stays")
 		if err := inf.(Resharder).SetShard(next); err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +129,21 @@ func TestInformerReshard(t *testing.T) {
 		if st.ReshardsMerged != 1 || st.Lists[ListReshardAdded] != 1 || st.Lists[ListReshard] != 0 {
 			t.Fatalf("stats: merged %d, lists %v", st.ReshardsMerged, st.Lists)
 		}
+		if now := heldRecord(inf, "ns/stays"); now != held || compact != (held != nil) {
+			t.Fatalf("compact=%v: the object that stayed is held as %p, was %p", compact, now, held)
+		}
 	})
+}
+
+// heldRecord is the record inf's compact store holds under key, nil
+// without a compact store.
+func heldRecord(inf SharedIndexInformer, key string) *compactRecord {
+	cs := inf.GetIndexer().(*guardedIndexer).compact
+	if cs == nil {
+		return nil
+	}
+	r, _ := cs.record(key)
+	return r
 }
 
 // SetShard before Run makes an informer sharded; the zero Shard is an

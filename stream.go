@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -369,4 +370,10 @@ type eventSink interface {
 	Add(obj interface{}) error
 	Update(obj interface{}) error
 	Delete(obj interface{}) error
+}
+
+// unsupportedTableObject is unsupportedTableList for one watched object.
+func unsupportedTableObject(o runtime.Object) bool {
+	u, ok := o.(*unstructured.Unstructured)
+	return ok && u.GetKind() == "Table" && tableGVKs[u.GroupVersionKind().String()]
 }

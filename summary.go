@@ -69,10 +69,14 @@ func sum[K comparable](m map[K]uint64) uint64 {
 }
 
 // String is a one-line summary of h: whether it is healthy, the
-// Reflector's health (see Health.String), and each handler outside its
-// limits, by name, with what is wrong. For example:
+// Reflector's health (see Health.String), each handler outside its
+// limits, by name, with what is wrong, and last, when a gate holds the
+// informer back, "held back: " and the Gate's error (last, as it may hold
+// semicolons of its own: a ring's says why the ring is not formed and its
+// last error, such as its Leases forbidden). For example:
 //
 //	unhealthy: reflector Synced since 2026-01-02T15:04:05.000Z; handler "example.com/ctrl.Handler" Stuck (busy for 1m5s, 12 waiting)
+//	unhealthy: reflector Syncing; held back: ring not formed: ring member ctrl-a: 0 members, handling 0 of 0 planned buckets; has not read the ring yet; last error: leases.coordination.k8s.io is forbidden: …
 func (h InformerHealth) String() string {
 	var b strings.Builder
 	if h.Healthy {
@@ -87,6 +91,9 @@ func (h InformerHealth) String() string {
 			fmt.Fprintf(&b, "busy for %v, ", p.BusyFor.Round(time.Millisecond))
 		}
 		fmt.Fprintf(&b, "%d waiting)", p.Backlog)
+	}
+	if h.Gate != nil {
+		b.WriteString("; held back: " + h.Gate.Error())
 	}
 	return b.String()
 }

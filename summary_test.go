@@ -72,7 +72,8 @@ func TestStatsString(t *testing.T) {
 }
 
 // An informer's health and figures print as one line too: the
-// Reflector's, then each handler's, by name.
+// Reflector's, then each handler's, by name, then what gate holds the
+// informer back, if one does.
 func TestInformerHealthAndStatsString(t *testing.T) {
 	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	synced := Health{State: Synced, Since: at, HasSynced: true}
@@ -86,6 +87,11 @@ func TestInformerHealthAndStatsString(t *testing.T) {
 			{Name: "a.Slow", Reason: HandlerBacklog, Backlog: 2000},
 			{Name: "b.Stuck", Reason: HandlerStuck, Backlog: 3, BusyFor: 65*time.Second + 1234*time.Microsecond},
 		}}, `unhealthy: reflector Synced since 2026-01-02T15:04:05.000Z; handler "a.Slow" Backlog (2000 waiting); handler "b.Stuck" Stuck (busy for 1m5.001s, 3 waiting)`},
+		// A gate's cause (a ring's forbidden Leases) is said, last.
+		{InformerHealth{Gate: errors.New("ring not formed: has not read the ring yet; last error: leases is forbidden")},
+			"unhealthy: reflector Syncing; held back: ring not formed: has not read the ring yet; last error: leases is forbidden"},
+		{InformerHealth{Reflector: synced, Handlers: []HandlerProblem{{Name: "a.Slow", Reason: HandlerBacklog, Backlog: 2000}}, Gate: errors.New("ring not formed")},
+			`unhealthy: reflector Synced since 2026-01-02T15:04:05.000Z; handler "a.Slow" Backlog (2000 waiting); held back: ring not formed`},
 	}
 	for _, c := range healthCases {
 		if got := fmtV(c.h); got != c.want {

@@ -111,7 +111,9 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 // it waits. ok is false when ctx ended (or a resync failed) first. A
 // ListerWatcher that answers with neither a watch (nil, or a nil pointer)
 // nor an error has failed to open one: err is errNilWatch, classified as
-// any other error opening a watch or a WatchList.
+// any other error opening a watch or a WatchList. The call's context
+// carries a hint of its own (the contract internal/listhint states): the
+// lean steps to run on each object where the watch decodes it.
 func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
 	wctx, hint := listhint.With(ctx, c.r.in.watchItem(c.watch.mode), c.r.in.dropsManagedFields())
 	defer hint.Close()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -20,7 +21,8 @@ import (
 //
 // KREFLECTOR_MEMBENCH_SIZES (default "10000,100000") and
 // KREFLECTOR_MEMBENCH_RUNS (processes per implementation and size, default
-// 3) change the work. Page files go to .cache/membench at the repository
+// 3) and KREFLECTOR_MEMBENCH_IMPLS (the JSON rows' implementations, by
+// name; default all) change the work. Page files go to .cache/membench at the repository
 // root (about 4 GB at the default sizes), kept for the next run. It prints
 // a table of medians and the goals of issue 20 against them.
 func BenchmarkMemorySideBySide(b *testing.B) {
@@ -116,7 +118,7 @@ type memKey struct {
 func (c memChildConfig) key() memKey { return memKey{c.Impl, c.Encoding, c.N} }
 
 // memImplOrder is the order of the tables' rows.
-var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean"}
+var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean", "kreflector+compact", "kreflector+compact+lean"}
 
 // memConfigs are the processes run for n Pods: every implementation on
 // JSON, and client-go's and ours on protobuf, timing only; with side, the
@@ -124,7 +126,9 @@ var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kref
 func memConfigs(dir string, n int, side bool) []memChildConfig {
 	var cfgs []memChildConfig
 	for _, impl := range memImplOrder {
-		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "json", Dir: dir})
+		if memImplWanted(impl) {
+			cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "json", Dir: dir})
+		}
 	}
 	for _, impl := range memImplOrder[:2] {
 		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "protobuf", Dir: dir, TimeOnly: true})
@@ -135,6 +139,13 @@ func memConfigs(dir string, n int, side bool) []memChildConfig {
 		}
 	}
 	return cfgs
+}
+
+// memImplWanted says whether KREFLECTOR_MEMBENCH_IMPLS (a comma-separated
+// list of implementations; unset: all) asks for impl.
+func memImplWanted(impl string) bool {
+	list := os.Getenv("KREFLECTOR_MEMBENCH_IMPLS")
+	return list == "" || slices.Contains(strings.Split(list, ","), impl)
 }
 
 func writeAllMemPages(dir string, sizes []int) error {

@@ -95,6 +95,14 @@ var memImpls = map[string]func(lw clientgocache.ListerWatcher) clientgocache.Sha
 	"kreflector+lean": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
 		return memOurs(lw, cache.ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
 	},
+	"kreflector+compact": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
+		return memOurs(lw, cache.ReflectorOptions{Compact: &cache.CompactOptions{}})
+	},
+	// Sharing has nothing to share in bytes; managedFields are left out
+	// of every record.
+	"kreflector+compact+lean": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
+		return memOurs(lw, cache.ReflectorOptions{Compact: &cache.CompactOptions{}, DropManagedFields: true})
+	},
 }
 
 func memIndexers() clientgocache.Indexers {

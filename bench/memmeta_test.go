@@ -88,6 +88,12 @@ var metaImpls = map[string]func(metadata.Interface) clientgocache.SharedIndexInf
 	"kreflector+lean": func(c metadata.Interface) clientgocache.SharedIndexInformer {
 		return metaOurs(c, cache.ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
 	},
+	"kreflector+compact": func(c metadata.Interface) clientgocache.SharedIndexInformer {
+		return metaOurs(c, cache.ReflectorOptions{Compact: &cache.CompactOptions{}})
+	},
+	"kreflector+compact+lean": func(c metadata.Interface) clientgocache.SharedIndexInformer {
+		return metaOurs(c, cache.ReflectorOptions{Compact: &cache.CompactOptions{}, DropManagedFields: true})
+	},
 }
 
 func metaOurs(c metadata.Interface, o cache.ReflectorOptions) clientgocache.SharedIndexInformer {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 
+	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/informerset"
 )
 
@@ -78,6 +79,15 @@ func WithNamespace(namespace string) Option { return func(f *factory) { f.Namesp
 // WithTweakListOptions applies tweak to every LIST and WATCH.
 func WithTweakListOptions(tweak TweakListOptionsFunc) Option {
 	return func(f *factory) { f.Tweak = tweak }
+}
+
+// WithReflectorOptions sets o (ReflectorOptions.Compact for compact
+// stores, the lean options, ...) on every informer the factory builds
+// that takes Reflector options (cache.ReflectorConfigurable: this
+// module's). A ring's informers (WithNewInformer with Ring.NewInformer)
+// take theirs from ring.Config.ReflectorOptions instead.
+func WithReflectorOptions(o cache.ReflectorOptions) Option {
+	return func(f *factory) { f.Reflector = &o }
 }
 
 // WithNewInformer makes newInformer build every informer of the factory

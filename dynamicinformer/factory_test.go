@@ -12,6 +12,7 @@ import (
 	clientgodynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/dynamicinformer"
 	"github.com/kreflector/cache/internal/factorytest"
 )
@@ -74,4 +75,17 @@ func TestWaitForSyncReturnsOnceStopped(t *testing.T) {
 		c.PrependReactor("list", "widgets", factorytest.Forbidden(widgets))
 		factorytest.StoppedUnsynced(t, dynamicinformer.NewDynamicSharedInformerFactory(c, 0), widgets)
 	})
+}
+
+// WithReflectorOptions reaches the factory's informers: with Compact,
+// they hold unstructured objects as bytes and read them back equal.
+func TestCompactFactory(t *testing.T) {
+	client := fakeClient(widget("a", "one", map[string]string{"app": "x"}), widget("b", "two", nil))
+	compact := dynamicinformer.NewDynamicSharedInformerFactoryWithOptions(client, 0, dynamicinformer.WithReflectorOptions(cache.ReflectorOptions{Compact: &cache.CompactOptions{}}))
+	plain := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	gi, reporter := factorytest.Ours(t, compact, widgets)
+	want := plain.ForResource(widgets)
+	factorytest.Start(t, compact)
+	factorytest.Start(t, plain)
+	factorytest.Compact(t, reporter, gi.Lister(), want.Lister(), "a/one", "b/two")
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -181,8 +182,9 @@ func (rp *rbacReplica) errorLines() []string {
 // On kube-apiserver, a ring's replica whose service account has
 // docs/sharding.md's Role forms the ring, handles everything alone and
 // leaves cleanly (every Lease call it made was allowed); one whose Role
-// lacks the Lease verbs never forms, and its informer's Health and
-// WaitForSync, its Status and its log all name the forbidden error.
+// lacks the Lease verbs never forms, and its informer's Health (as a
+// value and as it prints) and WaitForSync, its Status and its log all
+// name the forbidden error.
 func TestRingOnKubeAPIServerNeedsItsRole(t *testing.T) {
 	t.Parallel()
 	admin := client(t, testCluster.admin)
@@ -229,6 +231,9 @@ func TestRingOnKubeAPIServerNeedsItsRole(t *testing.T) {
 		h := rp.inf.Health()
 		if h.Healthy || !apierrors.IsForbidden(h.Gate) || h.Reflector.State != cache.Syncing {
 			t.Fatalf("Health = %+v; want Syncing and unhealthy, its Gate the forbidden Lease error", h)
+		}
+		if printed := fmt.Sprint(h); !strings.Contains(printed, "held back: ring not formed") || !strings.Contains(printed, "forbidden") {
+			t.Fatalf("Health prints as %q; want the forbidden Lease error in it", printed)
 		}
 		s := rp.r.Status()
 		if s.Formed() || !apierrors.IsForbidden(s.LastError) || !strings.Contains(s.String(), "forbidden") {

@@ -18,7 +18,8 @@ var errorLine = regexp.MustCompile(`(?m)^E\d{4} `)
 
 // Each example, with CI's flags (the watch one shorter), exits 0 and its
 // output, stdout and stderr together, ends on one line starting "OK: "
-// with no line logged at error level on the way. The examples are built
+// with no line logged at error level on the way, having printed what it
+// must (see says). The examples are built
 // once and run side by side, so the whole takes about as long as the
 // slowest (the elastic one, about 20 s).
 func TestExamplesEndOnSuccess(t *testing.T) {
@@ -41,6 +42,11 @@ func TestExamplesEndOnSuccess(t *testing.T) {
 		"metrics":  {"--duration", "3s", "--listen", "127.0.0.1:0"},
 		"elastic":  nil,
 	}
+	// What an example must print on the way: the elastic one's replica
+	// whose Leases are forbidden says so where a user prints its health.
+	says := map[string][]string{
+		"elastic": {"fmt.Println(inf.Health()): unhealthy: reflector Syncing; held back: ring not formed", "leases.coordination.k8s.io is forbidden"},
+	}
 	for name, args := range runs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -55,6 +61,11 @@ func TestExamplesEndOnSuccess(t *testing.T) {
 			text := strings.TrimRight(out.String(), "\n")
 			if bad := errorLine.FindAllString(text, -1); len(bad) > 0 {
 				t.Errorf("%s logged %d line(s) at error level:\n%s", name, len(bad), text)
+			}
+			for _, want := range says[name] {
+				if !strings.Contains(text, want) {
+					t.Errorf("%s did not print %q:\n%s", name, want, text)
+				}
 			}
 			last := text[strings.LastIndexByte(text, '\n')+1:]
 			if !strings.HasPrefix(last, "OK: ") || strings.Count(text, "\nOK: ") > 1 {

@@ -55,6 +55,7 @@ type factory struct {
 	transform     clientgocache.TransformFunc
 	informerName  *clientgocache.InformerName
 	newInformer   NewInformerFunc
+	reflector     *cache.ReflectorOptions
 
 	informers informerset.Set[reflect.Type, clientgocache.SharedIndexInformer]
 }
@@ -135,6 +136,18 @@ func WithNewInformer(newInformer NewInformerFunc) SharedInformerOption {
 	}
 }
 
+// WithReflectorOptions sets o (ReflectorOptions.Compact for compact
+// stores, the lean options, ...) on every informer the factory builds
+// that takes Reflector options (cache.ReflectorConfigurable: this
+// module's). A ring's informers (WithNewInformer with Ring.NewInformer)
+// take theirs from ring.Config.ReflectorOptions instead.
+func WithReflectorOptions(o cache.ReflectorOptions) SharedInformerOption {
+	return func(f *factory) *factory {
+		f.reflector = &o
+		return f
+	}
+}
+
 // NewSharedInformerFactory returns a factory for all namespaces whose
 // informers resync every defaultResync (0: never).
 func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration) SharedInformerFactory {
@@ -209,6 +222,7 @@ func (f *factory) informerFor(obj runtime.Object, build func(time.Duration) clie
 		if f.transform != nil {
 			_ = inf.SetTransform(f.transform) // not started yet: cannot fail
 		}
+		informerset.SetReflectorOptions(inf, f.reflector)
 		return inf
 	})
 }

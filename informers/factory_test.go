@@ -246,3 +246,31 @@ func TestWaitForSyncNamesUnsynced(t *testing.T) {
 		t.Fatalf("Health of the forbidden informer: %+v", h)
 	}
 }
+
+// WithReflectorOptions reaches the typed accessors' informers: with
+// Compact, they hold ConfigMaps as bytes and read them back equal.
+func TestCompactFactory(t *testing.T) {
+	client := fake.NewClientset(configMap("a", "one", "app", "x"), configMap("b", "two"))
+	compact := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithReflectorOptions(cache.ReflectorOptions{Compact: &cache.CompactOptions{}}))
+	plain := informers.NewSharedInformerFactory(client, 0)
+	got, want := compact.Core().V1().ConfigMaps(), plain.Core().V1().ConfigMaps()
+	reporter := got.Informer().(cache.InformerHealthReporter)
+	want.Informer()
+	start(t, compact)
+	start(t, plain)
+	st := reporter.Stats().Store
+	if st == nil || st.Encoded != 2 {
+		t.Fatalf("compact store's stats: %+v", st)
+	}
+	for _, key := range []string{"a/one", "b/two"} {
+		ns, name, _ := strings.Cut(key, "/")
+		g, err := got.Lister().ConfigMaps(ns).Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := want.Lister().ConfigMaps(ns).Get(name)
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s: got %#v, want %#v", key, g, w)
+		}
+	}
+}

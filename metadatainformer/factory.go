@@ -16,6 +16,7 @@ import (
 	clientgometadatainformer "k8s.io/client-go/metadata/metadatainformer"
 	clientgocache "k8s.io/client-go/tools/cache"
 
+	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/informerset"
 )
 
@@ -80,6 +81,15 @@ func WithNamespace(namespace string) SharedInformerOption {
 // WithNamespace).
 func WithTweakListOptions(tweak TweakListOptionsFunc) SharedInformerOption {
 	return option(func(c *informerset.GVRConfig) { c.Tweak = tweak })
+}
+
+// WithReflectorOptions sets o (ReflectorOptions.Compact for compact
+// stores, the lean options, ...) on every informer the factory builds
+// that takes Reflector options (cache.ReflectorConfigurable: this
+// module's). A ring's informers (WithNewInformer with Ring.NewInformer)
+// take theirs from ring.Config.ReflectorOptions instead.
+func WithReflectorOptions(o cache.ReflectorOptions) SharedInformerOption {
+	return option(func(c *informerset.GVRConfig) { c.Reflector = &o })
 }
 
 // WithNewInformer makes newInformer build every informer of the factory

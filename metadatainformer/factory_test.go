@@ -175,3 +175,16 @@ func TestWaitForSyncReturnsOnceStopped(t *testing.T) {
 		factorytest.StoppedUnsynced(t, metadatainformer.NewSharedInformerFactory(c, 0), pods)
 	})
 }
+
+// WithReflectorOptions reaches the factory's informers: with Compact,
+// they hold PartialObjectMetadata as bytes and read them back equal.
+func TestCompactFactory(t *testing.T) {
+	client := fakeClient(podMeta("a", "one", map[string]string{"app": "x"}), podMeta("b", "two", nil))
+	compact := metadatainformer.NewSharedInformerFactoryWithOptions(client, 0, metadatainformer.WithReflectorOptions(cache.ReflectorOptions{Compact: &cache.CompactOptions{}}))
+	plain := metadatainformer.NewSharedInformerFactory(client, 0)
+	gi, reporter := factorytest.Ours(t, compact, pods)
+	want := plain.ForResource(pods)
+	factorytest.Start(t, compact)
+	factorytest.Start(t, plain)
+	factorytest.Compact(t, reporter, gi.Lister(), want.Lister(), "a/one", "b/two")
+}

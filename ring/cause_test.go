@@ -3,6 +3,7 @@ package ring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,13 +135,18 @@ func TestRingWhoseLeaseCallsFailSaysWhy(t *testing.T) {
 	}
 }
 
-// checkCause checks that rp's informer Health, its WaitForSync and its
-// ring's Status all carry an error is accepts, and say state.
+// checkCause checks that rp's informer Health (as a value and as it
+// prints), its WaitForSync and its ring's Status all carry an error is
+// accepts, and say state.
 func checkCause(t *testing.T, ctx context.Context, rp *replica, is func(error) bool, state string) {
 	t.Helper()
 	h := rp.inf.Health()
 	if h.Healthy || !is(h.Gate) || !errors.Is(h.Gate, ErrNotFormed) || !strings.Contains(h.Gate.Error(), state) {
 		t.Errorf("Health = %+v; want unhealthy, its Gate wrapping ErrNotFormed and the Lease error, saying %q", h, state)
+	}
+	// What a user prints (fmt.Println(inf.Health())) says it too.
+	if printed := fmt.Sprint(h); h.Gate == nil || !strings.Contains(printed, "held back: "+h.Gate.Error()) || !strings.Contains(printed, state) {
+		t.Errorf("Health prints as %q; want the Gate's cause in it, saying %q", printed, state)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -152,6 +158,34 @@ func checkCause(t *testing.T, ctx context.Context, rp *replica, is func(error) b
 	if !is(s.LastError) || !is(s.Err()) || !strings.Contains(s.String(), state) {
 		t.Errorf("Status = %s; want its LastError and Err to be the Lease error, saying %q", s, state)
 	}
+}
+
+// A ring informer stopped before its ring formed (as controller-runtime
+// stops its informers after its cache sync timeout, saying only "timed
+// out") logs the ring's cause at error level, through its context's
+// logger; one that synced logs no such line.
+func TestRingInformerStoppedUnformedLogsTheCause(t *testing.T) {
+	inBubble(t, func(t *testing.T, ctx context.Context) {
+		var logs logLines
+		g := newRig(t, klog.NewContext(ctx, logs.logger()), 20)
+		var failing atomic.Bool
+		failing.Store(true)
+		g.failLeases(&failing, apierrors.NewForbidden(leasesResource.GroupResource(), "", errors.New("RBAC: access denied")))
+		g.join("a")
+		time.Sleep(10 * time.Second)
+		g.leave("a")
+		const line = "Ring informer stopped before its ring formed"
+		if errs, _ := logs.counts(line, "access denied", "has not read the ring yet"); errs != 1 {
+			t.Errorf("%d error lines say the stopped informer's cause, want 1: %q", errs, logs.errors)
+		}
+		failing.Store(false)
+		g.join("b")
+		g.waitFormed(30 * time.Second)
+		g.leave("b")
+		if errs, _ := logs.counts(line); errs > 1 {
+			t.Errorf("an informer that synced logged that it stopped unformed: %q", logs.errors)
+		}
+	})
 }
 
 // A fenced replica is unhealthy and says why until it renews again.

@@ -14,6 +14,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/shard"
 )
 
@@ -79,6 +80,11 @@ type Config struct {
 	// (cache.ReflectorOptions.ReshardByRelist): the handoff as it was before
 	// merging, kept to compare the two. Off by default.
 	ReshardByRelist bool
+	// ReflectorOptions are the options of every ring informer's Reflector
+	// (cache.ReflectorOptions.Compact for compact stores, the lean
+	// options, ...); the ring sets Shard and ShardFilterLocally on them,
+	// and ReshardByRelist if set above.
+	ReflectorOptions cache.ReflectorOptions
 }
 
 // withDefaults returns c completed and checked.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgocache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/shard"
@@ -86,9 +87,14 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 	i.RunWithContext(wait.ContextForChannel(stopCh))
 }
 
-// RunWithContext is Run until ctx ends.
+// RunWithContext is Run until ctx ends. An informer that stops before it
+// has synced while its ring is not formed logs the ring's cause
+// (Status.Err) at error level, through ctx's logger: a caller whose own
+// wait only says "timed out" stops it, and this says why, as the root's
+// informers log their last list/watch error.
 func (i *Informer) RunWithContext(ctx context.Context) {
 	defer i.stopped()
+	defer i.logUnformed(klog.FromContext(ctx))
 	if !i.ring.reg.start(ctx, i) {
 		// Run the root informer with the ended context all the same: it
 		// returns at once, stopped, so that its WaitForSync and Health
@@ -97,6 +103,17 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 		return
 	}
 	i.SharedIndexInformer.RunWithContext(ctx)
+}
+
+// logUnformed logs, if the informer has not synced and the ring is not
+// formed, why the ring is not.
+func (i *Informer) logUnformed(logger klog.Logger) {
+	if i.HasSynced() {
+		return
+	}
+	if err := i.ring.Status().Err(); err != nil {
+		logger.Error(err, "Ring informer stopped before its ring formed", "type", i.key)
+	}
 }
 
 // stopped takes a stopped informer out of the ring's reckoning: the ring

@@ -53,7 +53,9 @@ func (g *registry) start(ctx context.Context, i *Informer) bool {
 	defer g.mu.Unlock()
 	s := g.cache.set.clone()
 	sh, _ := shardOf(s, g.ring.cfg.Key)
-	o := cache.ReflectorOptions{Shard: &sh, ShardFilterLocally: true, ReshardByRelist: g.ring.cfg.ReshardByRelist}
+	o := g.ring.cfg.ReflectorOptions
+	o.Shard, o.ShardFilterLocally = &sh, true
+	o.ReshardByRelist = o.ReshardByRelist || g.ring.cfg.ReshardByRelist
 	if err := i.SharedIndexInformer.(cache.ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 		panic(fmt.Sprintf("ring: an informer of the ring was started outside it: %v", err))
 	}

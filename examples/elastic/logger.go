@@ -10,31 +10,33 @@ import (
 
 // replicaLogger returns ctx with a logger (klog's, named after the
 // replica) for everything the replica runs: its ring's API calls and its
-// informer. Once dead is set (the replica was killed), errors are logged
-// at info level, marked as expected: a call in flight when the line went
-// silent fails, which is the demonstration, not a problem.
-func replicaLogger(ctx context.Context, name string, dead *atomic.Bool) context.Context {
+// informer. Once expected is set (the replica was killed, say), errors are
+// logged at info level, marked as expected with why: a call in flight
+// when the line went silent fails, which is the demonstration, not a
+// problem.
+func replicaLogger(ctx context.Context, name string, expected *atomic.Bool, why string) context.Context {
 	base := klog.FromContext(ctx).WithName("replica-" + name)
-	return klog.NewContext(ctx, logr.New(killedSink{LogSink: base.GetSink(), dead: dead}))
+	return klog.NewContext(ctx, logr.New(expectedSink{LogSink: base.GetSink(), expected: expected, why: why}))
 }
 
-type killedSink struct {
+type expectedSink struct {
 	logr.LogSink
-	dead *atomic.Bool
+	expected *atomic.Bool
+	why      string
 }
 
-func (s killedSink) Error(err error, msg string, kv ...any) {
-	if s.dead.Load() {
-		s.LogSink.Info(0, msg+" (expected: this replica was killed, its connection is silent)", append(kv, "err", err)...)
+func (s expectedSink) Error(err error, msg string, kv ...any) {
+	if s.expected.Load() {
+		s.LogSink.Info(0, msg+" (expected: "+s.why+")", append(kv, "err", err)...)
 		return
 	}
 	s.LogSink.Error(err, msg, kv...)
 }
 
-func (s killedSink) WithValues(kv ...any) logr.LogSink {
-	return killedSink{LogSink: s.LogSink.WithValues(kv...), dead: s.dead}
+func (s expectedSink) WithValues(kv ...any) logr.LogSink {
+	return expectedSink{LogSink: s.LogSink.WithValues(kv...), expected: s.expected, why: s.why}
 }
 
-func (s killedSink) WithName(name string) logr.LogSink {
-	return killedSink{LogSink: s.LogSink.WithName(name), dead: s.dead}
+func (s expectedSink) WithName(name string) logr.LogSink {
+	return expectedSink{LogSink: s.LogSink.WithName(name), expected: s.expected, why: s.why}
 }

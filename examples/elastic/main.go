@@ -6,7 +6,9 @@
 // Everything runs in one process on the embedded test API server
 // (cachetest, over HTTP): ConfigMaps and Leases are read and written by
 // client-go's real clientsets, one per replica, each over a line that can
-// go silent. Three replicas form the ring, two join, one is killed (its
+// go silent. First a replica whose Lease calls are refused (403, as
+// without its Role) prints its informer's Health and WaitForSync error,
+// which say so. Then three replicas form the ring, two join, one is killed (its
 // line goes silent, as a SIGKILLed pod's does: no renew, no leave) and one
 // leaves gracefully, while a writer keeps changing ConfigMaps. A sampler
 // records every 50 ms which replica handles each object, and each step
@@ -125,6 +127,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (string, error) {
 	fmt.Fprintf(out, "bounds: an object without a handler at most %v on a join or graceful leave, %v (the lease duration + %v) after a kill; never handled by two replicas at once\n",
 		gracefulBound, o.leaseDuration+killSlack, killSlack)
 
+	fmt.Fprintln(out, "-- first, a replica without the Role docs/sharding.md gives: its Lease calls are refused (403), and it says so")
+	if err := showForbidden(ctx, srv.RESTConfig(), o, out); err != nil {
+		return "", err
+	}
 	f := &fleet{cfg: srv.RESTConfig(), opts: o}
 	rctx, cancelReplicas := context.WithCancel(ctx)
 	defer f.stop()

@@ -130,7 +130,7 @@ func (f *fleet) join(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithCancel(replicaLogger(ctx, name, &rp.dead))
+	rctx, cancel := context.WithCancel(replicaLogger(ctx, name, &rp.dead, "this replica was killed, its connection is silent"))
 	rp.cancel = cancel
 	next := append(append([]*replica(nil), f.replicas()...), rp)
 	f.all.Store(&next)

@@ -193,6 +193,6 @@ func watchCluster(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	start(ctx, inf)()
 	h := inf.(cache.InformerHealthReporter).Health()
-	fmt.Fprintf(out, "-- informer cache: %d objects; healthy %v, reflector %s\n", len(inf.GetIndexer().ListKeys()), h.Healthy, h.Reflector.State)
+	fmt.Fprintf(out, "-- informer cache: %d objects; %v\n", len(inf.GetIndexer().ListKeys()), h)
 	return nil
 }

@@ -71,16 +71,19 @@ func AddRing(mgr manager.Manager, r *ring.Ring) error {
 }
 
 // Joined is a readiness check (healthz.Checker) for manager.AddReadyzCheck:
-// it fails, with the ring's status, until this replica has cached its
-// share of r (Status.Ready), so that a rolling update waits for each new
-// replica to join before it stops the next old one. It is not added by
+// it fails until this replica has cached its share of r (Status.Ready),
+// so that a rolling update waits for each new replica to join before it
+// stops the next old one, with the ring's Status.Err (its status, wrapping
+// ring.ErrNotFormed and, while they fail, the ring's calls' error:
+// apierrors.IsForbidden works on it when its Leases are forbidden), which
+// controller-runtime logs with the failed check. It is not added by
 // AddRing: a replica that serves a webhook its own LISTs need (the
 // conversion webhook of its CRD) would never be ready, its Service having
 // no endpoint while no replica is ready.
 func Joined(r *ring.Ring) func(*http.Request) error {
 	return func(*http.Request) error {
 		if s := r.Status(); !s.Ready {
-			return fmt.Errorf("not joined: %s", s)
+			return fmt.Errorf("not joined: %w", s.Err())
 		}
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -195,6 +196,36 @@ func probe(t *testing.T, addr, path string) (int, string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// The ring's checks say its cause: while its Lease calls are refused, the
+// liveness check (once the manager is stuck on the ring) and Joined fail
+// with errors wrapping the forbidden Lease error and ring.ErrNotFormed,
+// which controller-runtime logs with the failed check (its probes' bodies
+// withhold them).
+func TestRingChecksSayTheCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		leases, _ := forbiddenLeases()
+		r, err := ring.New(ring.Config{Client: leases.CoordinationV1(), Namespace: "ring", Name: "checks", Identity: "a", Buckets: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan error, 1)
+		go func() { ran <- r.Run(ctx) }()
+		time.Sleep(10 * time.Second) // synctest's clock: rounds of the ring fail meanwhile
+		rc := &ringWithCaches{Ring: r}
+		rc.stuck.Store(true)
+		for name, err := range map[string]error{"liveness": rc.alive(nil), "Joined": Joined(r)(nil)} {
+			if !apierrors.IsForbidden(err) || !errors.Is(err, ring.ErrNotFormed) || !strings.Contains(err.Error(), "access denied") {
+				t.Errorf("the %s check says %v; want the forbidden Lease error, with ring.ErrNotFormed", name, err)
+			}
+		}
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 // The liveness check fails only while the manager is stuck on the ring

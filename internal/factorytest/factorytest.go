@@ -8,6 +8,7 @@ package factorytest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -247,4 +248,30 @@ func ResyncsAndShutsDown(t *testing.T, f Factory, gvr schema.GroupVersionResourc
 	}
 	close(stop)
 	<-done
+}
+
+// Compact checks that reporter's informer holds its objects in a compact
+// store, every one of them encoded, and that its lister, got, reads each
+// key back reflect.DeepEqual to want, the lister of a decoded store fed
+// by the same client.
+func Compact(t *testing.T, reporter cache.InformerHealthReporter, got, want clientgocache.GenericLister, keys ...string) {
+	t.Helper()
+	st := reporter.Stats().Store
+	if st == nil || st.Objects != len(keys) || st.Encoded != len(keys) {
+		t.Fatalf("compact store's stats: %+v, want %d objects encoded", st, len(keys))
+	}
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		g, err := got.ByNamespace(ns).Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := want.ByNamespace(ns).Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s: got %#v, want %#v", key, g, w)
+		}
+	}
 }

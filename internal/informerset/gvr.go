@@ -78,6 +78,20 @@ type GVRConfig struct {
 	// NewInformer, if not nil, builds every informer instead of this
 	// module's constructor.
 	NewInformer NewInformerFunc
+	// Reflector, if not nil, is set on every informer built that takes
+	// Reflector options (see SetReflectorOptions).
+	Reflector *cache.ReflectorOptions
+}
+
+// SetReflectorOptions sets o, if not nil, on inf if it takes Reflector
+// options (cache.ReflectorConfigurable), before it has started.
+func SetReflectorOptions(inf clientgocache.SharedIndexInformer, o *cache.ReflectorOptions) {
+	if o == nil {
+		return
+	}
+	if rc, ok := inf.(cache.ReflectorConfigurable); ok {
+		_ = rc.SetReflectorOptions(*o) // not started yet: cannot fail
+	}
 }
 
 // GVRFactory is a factory keyed by GVR (dynamicinformer's and
@@ -106,6 +120,7 @@ func (f *GVRFactory[C, L]) ForResource(gvr schema.GroupVersionResource) informer
 		if f.Transform != nil {
 			_ = gi.Informer().SetTransform(f.Transform) // not started yet: cannot fail
 		}
+		SetReflectorOptions(gi.Informer(), f.Reflector)
 		return gi
 	})
 }

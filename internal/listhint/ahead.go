@@ -26,7 +26,7 @@ type page struct {
 	err    error
 }
 
-// Ahead requests, with fetch in a goroutine of its own, the page a caller
+// Ahead (the ListWatch's) requests, with fetch in a goroutine of its own, the page a caller
 // will ask for with opts, unless that page is already ahead or the hint
 // is closed. If MaxAhead pages are ahead, the request waits and is made
 // when Take hands one of them over (only the latest such request waits:
@@ -67,7 +67,7 @@ func (h *Hint) startLocked(opts metav1.ListOptions, fetch Fetch) {
 	}()
 }
 
-// Take returns the page of opts if it was requested ahead, once its call
+// Take (the ListWatch's) returns the page of opts if it was requested ahead, once its call
 // returned (ok true), or ok false at once if it was not. A request for
 // another page than the oldest ahead means the caller went its own way (a
 // retry, a fallback): every page ahead is then dropped and its call
@@ -128,7 +128,7 @@ func (h *Hint) dropLocked() {
 	h.ahead = nil
 }
 
-// Next returns the options of the page after one asked with opts whose
+// Next (the ListWatch's) returns the options of the page after one asked with opts whose
 // list carried continue token next: a continued LIST repeats neither the
 // resourceVersion nor its match.
 func Next(opts metav1.ListOptions, next string) metav1.ListOptions {

@@ -1,14 +1,42 @@
-// Package listhint is what a Reflector's paginated LIST, or its WATCH,
-// offers the ListWatches this module builds, through the context of each
-// call: a function to run on each item where it is decoded (so lean
-// objects are made off the Reflector's path), and for a LIST a pipeline
-// that requests the next page as soon as its continue token is known.
+// Package listhint is the one statement of the contract between a
+// Reflector's calls and the ListWatches this module builds: what travels
+// in the context of a LIST call (each page of a paginated LIST) and of a
+// WATCH call, beyond client-go's ListOptions. A Hint carries it.
 //
-// A ListWatch that does not know this package ignores the hint: the
-// Reflector then treats its pages as it always did. The hint belongs to
-// one LIST (one pager run) or one WATCH call: the Reflector makes it with
-// With and closes it when the LIST ends or the WATCH call returns, which
-// cancels and joins every page requested ahead.
+// The Reflector's side (the root package's pager and watch opening):
+//   - It makes one Hint per LIST (the whole run over its pages, retries
+//     and the fallback to one unpaginated LIST included) or per WATCH
+//     call, with With, passes the returned context to every call of it,
+//     and Closes it when the LIST ends or the WATCH call has returned,
+//     which cancels and joins every page requested ahead (Unused then
+//     counts those never taken).
+//   - The ItemFunc it offers (nil: none) is its own per-item work (lean
+//     objects' steps), safe to run concurrently and on any goroutine; it
+//     does that work itself on a page whose items the ListWatch did not
+//     report as done (TookItems) and, for a watch, unless the ListWatch
+//     took WatchItem (WatchItemized).
+//   - noManagedFields promises that it drops every object's
+//     managedFields before anything reads them.
+//
+// A ListWatch's side (internal/listwatch's REST ListWatch): it finds the
+// Hint with From (nil, whose methods all offer nothing, when the call is
+// not a Reflector's) and may, and only then must:
+//   - run Item on every item of a list it returns, then report the list
+//     with Itemized (all of its items or none: a list reported has had
+//     Item run on each);
+//   - run WatchItem, once taken, on every object of the watch it opens;
+//   - leave managedFields out of what it decodes only if
+//     LeaveOutManagedFields says so;
+//   - answer a page from one requested ahead (Take), and request the
+//     next page ahead (Ahead, with Next's options) as soon as a page's
+//     continue token is known; at most MaxAhead pages are ahead;
+//   - use the call's context only for that call's own requests: a
+//     ListerWatcher wrapping ours must not pass it on to calls whose
+//     objects others consume (they might lack managedFields, or have been
+//     through Item).
+//
+// A ListWatch that does not know this package ignores the Hint: the
+// Reflector then treats its pages and events as it always did.
 package listhint
 
 import (
@@ -18,14 +46,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Hint is one LIST's (or one WATCH call's) offer. Its methods are safe
-// for concurrent use; a nil *Hint offers nothing. It travels in the
-// context of the Reflector's calls: a ListerWatcher wrapping ours must
-// not reuse that context for calls whose objects others consume (they
-// might, for one, lack managedFields).
+// ItemFunc is the Reflector's work on one decoded object, which a
+// ListWatch may run where it decodes it (on any goroutine, concurrently);
+// see the package documentation for what running it commits to.
+type ItemFunc func(runtime.Object)
+
+// Hint is one LIST's (or one WATCH call's) offer, under the contract the
+// package documentation states. Its methods are safe for concurrent use;
+// a nil *Hint offers nothing.
 type Hint struct {
 	// item, if not nil, is run on each decoded item (concurrently).
-	item func(runtime.Object)
+	item ItemFunc
 	// noManagedFields says every object is stripped of its managedFields
 	// before anything reads them (see With).
 	noManagedFields bool
@@ -51,37 +82,39 @@ type Hint struct {
 
 type key struct{}
 
-// With returns ctx carrying a new hint, and the hint. item, if not nil,
+// With (the Reflector's) returns ctx carrying a new hint, and the hint. item, if not nil,
 // is what the ListWatch should run on each item as it is decoded; it
 // must be safe for concurrent use. noManagedFields says the caller drops
 // every object's managedFields before anything reads them, whether or not
 // item runs, so that a decoder may leave them out. The caller must Close
 // the hint.
-func With(ctx context.Context, item func(runtime.Object), noManagedFields bool) (context.Context, *Hint) {
+func With(ctx context.Context, item ItemFunc, noManagedFields bool) (context.Context, *Hint) {
 	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	return context.WithValue(ctx, key{}, h), h
 }
 
-// From returns the hint ctx carries, or nil.
+// From (the ListWatch's) returns the hint ctx carries, or nil.
 func From(ctx context.Context) *Hint {
 	h, _ := ctx.Value(key{}).(*Hint)
 	return h
 }
 
-// Item returns the function to run on each decoded item, or nil.
-func (h *Hint) Item() func(runtime.Object) {
+// Item (the ListWatch's) returns the function to run on each decoded
+// item of a list, or nil.
+func (h *Hint) Item() ItemFunc {
 	if h == nil {
 		return nil
 	}
 	return h.item
 }
 
-// LeaveOutManagedFields says a decoder may leave out the managedFields of
+// LeaveOutManagedFields (the ListWatch's) says a decoder may leave out the managedFields of
 // the objects it decodes: the caller drops them anyway.
 func (h *Hint) LeaveOutManagedFields() bool { return h != nil && h.noManagedFields }
 
-// Itemized records that list's items have been through Item.
+// Itemized (the ListWatch's) records that every item of list has been
+// through Item.
 func (h *Hint) Itemized(list runtime.Object) {
 	if h == nil || h.item == nil {
 		return
@@ -93,7 +126,7 @@ func (h *Hint) Itemized(list runtime.Object) {
 	h.mu.Unlock()
 }
 
-// TookItems says whether list's items have been through Item, and forgets
+// TookItems (the Reflector's) says whether list's items have been through Item, and forgets
 // list.
 func (h *Hint) TookItems(list runtime.Object) bool {
 	if h == nil {
@@ -106,7 +139,7 @@ func (h *Hint) TookItems(list runtime.Object) bool {
 	return ok
 }
 
-// Close cancels the pages requested ahead and waits for their calls to
+// Close (the Reflector's) cancels the pages requested ahead and waits for their calls to
 // return. The hint then requests nothing more and forgets every list.
 func (h *Hint) Close() {
 	h.mu.Lock()
@@ -118,7 +151,7 @@ func (h *Hint) Close() {
 	h.wg.Wait()
 }
 
-// Unused returns how many pages were requested ahead and never taken (the
+// Unused (the Reflector's) returns how many pages were requested ahead and never taken (the
 // LIST failed, or went its own way, first): requests the server answered
 // (or began to) for nothing. Final once Close has returned.
 func (h *Hint) Unused() int {
@@ -130,11 +163,11 @@ func (h *Hint) Unused() int {
 	return h.unused
 }
 
-// WatchItem returns the function to run on each object a watch decodes,
+// WatchItem (the ListWatch's) returns the function to run on each object a watch decodes,
 // or nil, and records that the ListWatch runs it (see WatchItemized).
 // Only a ListWatch that runs it on every object of the watch it opens
 // may call it.
-func (h *Hint) WatchItem() func(runtime.Object) {
+func (h *Hint) WatchItem() ItemFunc {
 	if h == nil || h.item == nil {
 		return nil
 	}
@@ -144,7 +177,7 @@ func (h *Hint) WatchItem() func(runtime.Object) {
 	return h.item
 }
 
-// WatchItemized says whether the ListWatch took WatchItem: the objects of
+// WatchItemized (the Reflector's) says whether the ListWatch took WatchItem: the objects of
 // the watch it opened have been through the item function.
 func (h *Hint) WatchItemized() bool {
 	if h == nil {

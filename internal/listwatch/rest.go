@@ -64,9 +64,11 @@ func retryTransport(ctx context.Context) bool {
 
 // NewREST returns a ListWatch over r whose LIST streams the response body
 // into r.Decode with GOMAXPROCS workers instead of decoding it on the
-// calling goroutine, and which, under a Reflector's LIST (see listhint),
-// runs the Reflector's item function on the decode workers and requests
-// the next page as soon as the current page's continue token is known.
+// calling goroutine, and which, under a Reflector's LIST, keeps the
+// ListWatch's side of the contract internal/listhint states: it runs the
+// Reflector's item function on the decode workers, leaves managedFields
+// out when told, and requests the next page as soon as the current
+// page's continue token is known.
 // Its WATCH is r.Watch. tweak, if not nil, is applied to
 // the options of every LIST and WATCH.
 func NewREST(r REST, tweak func(*metav1.ListOptions)) *clientgocache.ListWatch {

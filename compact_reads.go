@@ -1,0 +1,282 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/klog/v2"
+)
+
+// List returns every object, decoded where the read cache has not got
+// it, in no particular order.
+func (s *compactStore) List() []any {
+	return s.objects(s.records())
+}
+
+// records returns every record.
+func (s *compactStore) records() []*compactRecord {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Collect(maps.Values(s.items))
+}
+
+// objects decodes recs outside the lock. A record that no longer decodes
+// (it decoded when written: not expected) is logged and left out.
+func (s *compactStore) objects(recs []*compactRecord) []any {
+	out := make([]any, 0, len(recs))
+	for _, r := range recs {
+		obj, err := r.object()
+		if err != nil {
+			klog.Background().Error(err, "A compact store's record does not decode", "key", r.key)
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// ListKeys returns every key.
+func (s *compactStore) ListKeys() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Collect(maps.Keys(s.items))
+}
+
+// Get returns the object under obj's key.
+func (s *compactStore) Get(obj any) (any, bool, error) {
+	key, err := s.keyOf(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.GetByKey(key)
+}
+
+// GetByKey returns the object under key, decoded if the read cache has
+// not got it.
+func (s *compactStore) GetByKey(key string) (any, bool, error) {
+	r, ok := s.record(key)
+	if !ok {
+		return nil, false, nil
+	}
+	obj, err := r.object()
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s from a compact store: %w", key, err)
+	}
+	return obj, true, nil
+}
+
+// record returns the record under key.
+func (s *compactStore) record(key string) (*compactRecord, bool) {
+	s.mu.RLock()
+	r, ok := s.items[key]
+	s.mu.RUnlock()
+	return r, ok
+}
+
+// Index returns the objects that share a value of index with obj.
+func (s *compactStore) Index(indexName string, obj any) ([]any, error) {
+	s.mu.RLock()
+	f, known := s.indexFunc(indexName)
+	s.mu.RUnlock()
+	if !known {
+		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+	}
+	values, err := f(obj)
+	if err != nil {
+		return nil, err
+	}
+	keys := sets.New[string]()
+	s.mu.RLock()
+	for _, v := range values {
+		keys = keys.Union(s.indices[indexName][v])
+	}
+	recs := s.recordsOf(keys.UnsortedList())
+	s.mu.RUnlock()
+	return s.objects(recs), nil
+}
+
+func (s *compactStore) indexFunc(name string) (IndexFunc, bool) {
+	i := slices.Index(s.names, name)
+	if i < 0 {
+		return nil, false
+	}
+	return s.funcs[i], true
+}
+
+// recordsOf returns the records under keys. s.mu is held.
+func (s *compactStore) recordsOf(keys []string) []*compactRecord {
+	out := make([]*compactRecord, 0, len(keys))
+	for _, k := range keys {
+		if r, ok := s.items[k]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// IndexKeys returns the keys under value in index.
+func (s *compactStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, ok := s.indices[indexName]; !ok {
+		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+	}
+	return s.indices[indexName][indexedValue].UnsortedList(), nil
+}
+
+// ListIndexFuncValues returns every value of index.
+func (s *compactStore) ListIndexFuncValues(indexName string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Collect(maps.Keys(s.indices[indexName]))
+}
+
+// ByIndex returns the objects under value in index.
+func (s *compactStore) ByIndex(indexName, indexedValue string) ([]any, error) {
+	s.mu.RLock()
+	if _, ok := s.indices[indexName]; !ok {
+		s.mu.RUnlock()
+		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+	}
+	recs := s.recordsOf(s.indices[indexName][indexedValue].UnsortedList())
+	s.mu.RUnlock()
+	return s.objects(recs), nil
+}
+
+// GetIndexers returns the index functions.
+func (s *compactStore) GetIndexers() Indexers {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(Indexers, len(s.names))
+	for i, n := range s.names {
+		out[n] = s.funcs[i]
+	}
+	return out
+}
+
+// AddIndexers adds indexes (a name already in use is an error, as in
+// client-go) and computes their values for every stored object, decoding
+// each one the read cache has not got.
+func (s *compactStore) AddIndexers(indexers Indexers) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range indexers {
+		if slices.Contains(s.names, name) {
+			return fmt.Errorf("indexer conflict: %v", name)
+		}
+	}
+	names := slices.Sorted(maps.Keys(indexers))
+	funcs := make([]IndexFunc, len(names))
+	for i, name := range names {
+		funcs[i] = indexers[name]
+		s.indices[name] = map[string]sets.Set[string]{}
+	}
+	var errs []error
+	for _, r := range s.items {
+		if err := s.indexMore(r, names, funcs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.names, s.funcs = append(s.names, names...), append(s.funcs, funcs...)
+	return errors.Join(errs...)
+}
+
+// indexMore adds r to the indexes names, new, whose functions are funcs.
+// s.mu is held.
+func (s *compactStore) indexMore(r *compactRecord, names []string, funcs []IndexFunc) error {
+	s.held -= r.size()
+	defer func() { s.held += r.size() }()
+	r.idx = append(r.idx, make([][]string, len(s.funcs)-len(r.idx))...)
+	obj, err := r.object()
+	if err != nil {
+		r.idx = append(r.idx, make([][]string, len(funcs))...)
+		return fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err)
+	}
+	more, err := indexValues(r.key, obj, names, funcs)
+	r.idx = append(r.idx, more...)
+	for i, name := range names {
+		for _, v := range more[i] {
+			s.indexAdd(name, v, r.key)
+		}
+	}
+	return err
+}
+
+// Replace makes the store hold exactly list (later duplicates win), at
+// resourceVersion. Records are packed before the lock is taken.
+func (s *compactStore) Replace(list []any, resourceVersion string) error {
+	recs := make([]*compactRecord, len(list))
+	var errs []error
+	for i, obj := range list {
+		r, err := s.pack(obj)
+		if err != nil {
+			return err
+		}
+		if r.idxErr != nil {
+			errs = append(errs, r.idxErr)
+		}
+		recs[i] = r
+	}
+	s.mu.Lock()
+	olds := s.items
+	s.items, s.held, s.encoded = make(map[string]*compactRecord, len(recs)), 0, 0
+	for _, name := range s.names {
+		s.indices[name] = map[string]sets.Set[string]{}
+	}
+	for _, r := range recs {
+		s.put(r)
+	}
+	s.rv = resourceVersion
+	s.mu.Unlock()
+	for k, old := range olds {
+		if s.items[k] != old {
+			s.cache.drop(old)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Resync does nothing: a store has no one to notify.
+func (s *compactStore) Resync() error { return nil }
+
+// Bookmark records rv as the resourceVersion reached.
+func (s *compactStore) Bookmark(rv string) { s.UpdateResourceVersion(rv) }
+
+// UpdateResourceVersion records the resourceVersion the Reflector reached.
+func (s *compactStore) UpdateResourceVersion(rv string) {
+	s.mu.Lock()
+	s.rv = rv
+	s.mu.Unlock()
+}
+
+// LastStoreSyncResourceVersion is the resourceVersion of the last
+// Replace, bookmark or watch event applied.
+// Like client-go's, it is "" while client-go's AtomicFIFO gate is off.
+func (s *compactStore) LastStoreSyncResourceVersion() string {
+	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
+		return ""
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rv
+}
+
+// stats returns the store's figures.
+func (s *compactStore) stats() CompactStats {
+	s.mu.RLock()
+	st := CompactStats{Objects: len(s.items), Encoded: s.encoded, BytesHeld: s.held}
+	s.mu.RUnlock()
+	st.ReadCacheBytes = s.cache.bytes()
+	st.ReadHits, st.ReadMisses, st.Decodes = s.cache.hits.Load(), s.cache.misses.Load(), s.cache.decodes.Load()
+	s.packers.Range(func(_, p any) bool {
+		if pk := p.(*packer); pk != nil && pk.squeezer != nil && pk.squeezer.Trained() {
+			st.Dictionary = true
+		}
+		return true
+	})
+	return st
+}

@@ -1,0 +1,277 @@
+package cache
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kreflector/cache/internal/compact"
+)
+
+// NewCompactIndexer returns an Indexer keyed by keyFunc, with indexers,
+// that holds objects encoded and compressed (see CompactOptions for what
+// that means for reads). It is safe for concurrent use, and implements
+// ResourceVersionUpdater. An index function's error leaves the object out
+// of that index (client-go's indexer panics) and is returned by the write
+// that met it, wrapping ErrIndexerFailed; the object is stored.
+func NewCompactIndexer(keyFunc KeyFunc, indexers Indexers, o CompactOptions) Indexer {
+	return newCompactStore(keyFunc, indexers, o)
+}
+
+// compactStore is NewCompactIndexer's store.
+type compactStore struct {
+	keyFunc KeyFunc
+	opts    CompactOptions
+	cache   *readCache
+	packers sync.Map // reflect.Type → *packer (nil: no codec)
+
+	mu sync.RWMutex // guards what follows
+	// items are the records by key; indices the keys by index name and
+	// value; names and funcs the indexes, in the order of records' idx.
+	items   map[string]*compactRecord
+	indices map[string]map[string]sets.Set[string]
+	names   []string
+	funcs   []IndexFunc
+	rv      string
+	// held and encoded are the records' heap and how many hold bytes.
+	held    int64
+	encoded int
+}
+
+var (
+	_ Indexer                = &compactStore{}
+	_ ResourceVersionUpdater = &compactStore{}
+)
+
+func newCompactStore(keyFunc KeyFunc, indexers Indexers, o CompactOptions) *compactStore {
+	s := &compactStore{
+		keyFunc: keyFunc,
+		opts:    o,
+		cache:   &readCache{limit: o.readCacheBytes()},
+		items:   map[string]*compactRecord{},
+		indices: map[string]map[string]sets.Set[string]{},
+	}
+	for _, name := range slices.Sorted(maps.Keys(indexers)) {
+		s.names = append(s.names, name)
+		s.funcs = append(s.funcs, indexers[name])
+		s.indices[name] = map[string]sets.Set[string]{}
+	}
+	return s
+}
+
+// packerFor returns the packer of obj's Go type, nil if it has no codec.
+func (s *compactStore) packerFor(obj any) *packer {
+	t := reflect.TypeOf(obj)
+	if p, ok := s.packers.Load(t); ok {
+		return p.(*packer)
+	}
+	var p *packer
+	if c := compact.For(obj); c != nil {
+		p = &packer{codec: c, cache: s.cache}
+		if !s.opts.Uncompressed {
+			p.squeezer = compact.NewSqueezer()
+		}
+	}
+	actual, _ := s.packers.LoadOrStore(t, p)
+	return actual.(*packer)
+}
+
+// pack makes obj's record: its key, resourceVersion and index values
+// computed now, its bytes encoded (the decoded object kept in the read
+// cache, since it is about to be read). A record is returned as it is.
+// It may run on any goroutine, alongside writes.
+func (s *compactStore) pack(obj any) (*compactRecord, error) {
+	if r, ok := obj.(*compactRecord); ok {
+		return r, nil
+	}
+	key, err := s.keyFunc(obj)
+	if err != nil {
+		return nil, KeyError{Obj: obj, Err: err}
+	}
+	r := &compactRecord{key: key}
+	r.rv = resourceVersionOf(obj)
+	s.mu.RLock()
+	names, funcs := s.names, s.funcs
+	s.mu.RUnlock()
+	r.idx, r.idxErr = indexValues(key, obj, names, funcs)
+	r.pk = s.packerFor(obj)
+	if r.pk == nil {
+		r.raw = obj
+		return r, nil
+	}
+	data, plain, err := r.pk.pack(obj)
+	if err != nil {
+		return nil, fmt.Errorf("packing %s: %w", key, err)
+	}
+	r.data = data
+	s.cache.put(r, obj, decodedSize(plain))
+	return r, nil
+}
+
+// indexValues runs every index function on obj; one that fails leaves
+// obj out of its index, and the error says so.
+func indexValues(key string, obj any, names []string, funcs []IndexFunc) ([][]string, error) {
+	if len(funcs) == 0 {
+		return nil, nil
+	}
+	idx := make([][]string, len(funcs))
+	var first error
+	failures := 0
+	for i, f := range funcs {
+		vs, err := f(obj)
+		if err != nil {
+			if failures++; first == nil {
+				first = fmt.Errorf("%w: index %q failed on %s: %w", ErrIndexerFailed, names[i], key, err)
+			}
+			continue
+		}
+		idx[i] = vs
+	}
+	if failures > 1 {
+		first = fmt.Errorf("%w (and %d more failures)", first, failures-1)
+	}
+	return idx, first
+}
+
+// Add and Update store obj's record.
+func (s *compactStore) Add(obj any) error    { return s.write(obj) }
+func (s *compactStore) Update(obj any) error { return s.write(obj) }
+
+func (s *compactStore) write(obj any) error {
+	r, err := s.pack(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.put(r)
+	s.noteRV(r.rv, obj)
+	s.mu.Unlock()
+	if old != nil && old != r {
+		s.cache.drop(old)
+	}
+	return r.idxErr
+}
+
+// Delete removes the record under obj's key (obj may be a record).
+func (s *compactStore) Delete(obj any) error {
+	key, err := s.keyOf(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.items[key]
+	if old != nil {
+		s.remove(old)
+		delete(s.items, key)
+	}
+	if r, ok := obj.(*compactRecord); ok {
+		s.noteRV(r.rv, obj)
+	} else {
+		s.noteRV(resourceVersionOf(obj), obj)
+	}
+	s.mu.Unlock()
+	if old != nil {
+		s.cache.drop(old)
+	}
+	return nil
+}
+
+// noteRV records rv, written with obj, as the resourceVersion reached,
+// as client-go's store does for every object that has metadata. s.mu is
+// held.
+func (s *compactStore) noteRV(rv string, obj any) {
+	if _, isRecord := obj.(*compactRecord); isRecord || hasMeta(obj) {
+		s.rv = rv
+	}
+}
+
+func (s *compactStore) keyOf(obj any) (string, error) {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.key, nil
+	}
+	key, err := s.keyFunc(obj)
+	if err != nil {
+		return "", KeyError{Obj: obj, Err: err}
+	}
+	return key, nil
+}
+
+// put stores r in place of what its key held, and returns that. s.mu is
+// held.
+func (s *compactStore) put(r *compactRecord) *compactRecord {
+	old := s.items[r.key]
+	if old != nil {
+		s.remove(old)
+	}
+	if len(r.idx) != len(s.funcs) && len(s.funcs) > 0 {
+		s.reindexRecord(r)
+	}
+	s.items[r.key] = r
+	s.held += r.size()
+	if r.pk != nil {
+		s.encoded++
+	}
+	for i, name := range s.names {
+		for _, v := range r.idx[i] {
+			s.indexAdd(name, v, r.key)
+		}
+	}
+	return old
+}
+
+// remove takes r out of the indexes and the figures (not out of items).
+// s.mu is held.
+func (s *compactStore) remove(r *compactRecord) {
+	s.held -= r.size()
+	if r.pk != nil {
+		s.encoded--
+	}
+	for i, name := range s.names {
+		if i >= len(r.idx) {
+			break
+		}
+		for _, v := range r.idx[i] {
+			s.indexDel(name, v, r.key)
+		}
+	}
+}
+
+func (s *compactStore) indexAdd(name, value, key string) {
+	set := s.indices[name][value]
+	if set == nil {
+		set = sets.New[string]()
+		s.indices[name][value] = set
+	}
+	set.Insert(key)
+}
+
+func (s *compactStore) indexDel(name, value, key string) {
+	set := s.indices[name][value]
+	set.Delete(key)
+	if len(set) == 0 {
+		delete(s.indices[name], value)
+	}
+}
+
+// reindexRecord computes r's index values again, for the store's index
+// functions now (indexes were added since r was packed): r is decoded.
+// A record whose bytes do not decode is left out of every index.
+func (s *compactStore) reindexRecord(r *compactRecord) {
+	obj, err := r.object()
+	if err != nil {
+		r.idx, r.idxErr = make([][]string, len(s.funcs)), fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err)
+		return
+	}
+	r.idx, r.idxErr = indexValues(r.key, obj, s.names, s.funcs)
+}
+
+// hasMeta says whether obj has object metadata.
+func hasMeta(obj any) bool {
+	_, err := meta.Accessor(obj)
+	return err == nil
+}
