@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,32 +33,45 @@ func TestColdServer(t *testing.T) {
 	}
 	defer srv.close()
 	for _, enc := range encs {
-		t.Run(enc, func(t *testing.T) {
-			cs, err := coldClientset(srv.url, enc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, err := fetchColdStats(srv.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkColdPaged(t, srv, cs, n)
-			checkColdWhole(t, srv, cs, n)
-			checkColdStream(t, cs, n)
-			after, err := fetchColdStats(srv.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := coldStats{Pages: 2, Whole: 1, WatchLists: 1}
-			if enc == "protobuf" {
-				want.Protobuf = 4
-			}
-			got := after.minus(before)
-			got.Bytes = 0
-			if got != want {
-				t.Errorf("served %+v, want %+v", got, want)
-			}
-		})
+		for _, gz := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/gzip=%v", enc, gz), func(t *testing.T) {
+				srv.setGzip(gz)
+				defer srv.setGzip(false)
+				checkColdServes(t, srv, enc, n, gz)
+			})
+		}
+	}
+}
+
+// checkColdServes reads every form the server serves in enc (compressed
+// if gz) through a clientset and checks what it counted.
+func checkColdServes(t *testing.T, srv *coldServer, enc string, n int, gz bool) {
+	cs, err := coldClientset(srv.url, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := fetchColdStats(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkColdPaged(t, srv, cs, n)
+	checkColdWhole(t, srv, cs, n)
+	checkColdStream(t, cs, n)
+	after, err := fetchColdStats(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := coldStats{Pages: 2, Whole: 1, WatchLists: 1}
+	if enc == "protobuf" {
+		want.Protobuf = 4
+	}
+	if gz { // every body is over 128 KiB
+		want.Gzipped = 4
+	}
+	got := after.minus(before)
+	got.Bytes = 0
+	if got != want {
+		t.Errorf("served %+v, want %+v", got, want)
 	}
 }
 

@@ -39,10 +39,16 @@ type coldCell struct {
 	Mode     string // "paged", "whole" or "watchlist"
 	Procs    int    // GOMAXPROCS
 	Impl     string // "client-go", "kreflector" or "kreflector+lean"
+	// Gzip: the server compresses as kube-apiserver does.
+	Gzip bool `json:",omitempty"`
 }
 
 func (c coldCell) String() string {
-	return fmt.Sprintf("%s/%s/GOMAXPROCS=%d/%s", c.Encoding, c.Mode, c.Procs, c.Impl)
+	mode := c.Mode
+	if c.Gzip {
+		mode += "+gzip"
+	}
+	return fmt.Sprintf("%s/%s/GOMAXPROCS=%d/%s", c.Encoding, mode, c.Procs, c.Impl)
 }
 
 // coldChildConfig is what the parent asks of a child.

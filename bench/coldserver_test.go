@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,7 +31,9 @@ import (
 //   - another WATCH: nothing while the client keeps it open.
 //
 // The encoding follows the Accept header's first media type: protobuf
-// for application/vnd.kubernetes.protobuf, else JSON. GET /bench/stats
+// for application/vnd.kubernetes.protobuf, else JSON. With gzip on
+// (setGzip), LIST responses over 128 KiB and WatchList streams are
+// compressed as kube-apiserver compresses them (coldgzip_test.go). GET /bench/stats
 // returns what was served so far, as coldStats.
 
 // coldStats counts what the server served.
@@ -41,7 +44,8 @@ type coldStats struct {
 	Watches    int64 // other watches
 	Odd        int64 // requests not answered as asked, or not understood
 	Protobuf   int64 // responses in protobuf (the others in JSON)
-	Bytes      int64 // response bodies' bytes
+	Gzipped    int64 // responses compressed
+	Bytes      int64 // response bodies' bytes, as sent (compressed or not)
 }
 
 // requests is the number of requests answered.
@@ -50,7 +54,7 @@ func (s coldStats) requests() int64 { return s.Pages + s.Whole + s.WatchLists + 
 // minus is s less t, field by field.
 func (s coldStats) minus(t coldStats) coldStats {
 	return coldStats{s.Pages - t.Pages, s.Whole - t.Whole, s.WatchLists - t.WatchLists,
-		s.Watches - t.Watches, s.Odd - t.Odd, s.Protobuf - t.Protobuf, s.Bytes - t.Bytes}
+		s.Watches - t.Watches, s.Odd - t.Odd, s.Protobuf - t.Protobuf, s.Gzipped - t.Gzipped, s.Bytes - t.Bytes}
 }
 
 // coldServer serves one collection of n Pods in both encodings.
@@ -64,6 +68,9 @@ type coldServer struct {
 	done  chan struct{}
 
 	whole atomic.Bool // mode "whole": a LIST at RV "0" is answered whole
+	gzip  atomic.Bool // compress as kube-apiserver does (coldgzip_test.go)
+	// zipped are the compressed pieces of the file served last.
+	zipped coldZipped
 
 	mu    sync.Mutex
 	stats coldStats
@@ -111,8 +118,14 @@ func (s *coldServer) closePages() {
 // warm reads the file a cell of encoding and mode is served from, so
 // that it is in the page cache before the cell's process starts: a file
 // read from the disk while one implementation syncs and from memory
-// while the next does would favour the second.
+// while the next does would favour the second. With gzip on, it also
+// compresses what the cell is served.
 func (s *coldServer) warm(encoding, mode string) error {
+	if s.gzip.Load() {
+		if err := s.warmGzip(encoding, mode); err != nil {
+			return err
+		}
+	}
 	kind := map[string]string{"paged": coldPages, "whole": coldWhole, "watchlist": coldStream}[mode]
 	f, err := os.Open(coldPath(s.dir, s.n, encoding, kind))
 	if err != nil {
@@ -131,6 +144,9 @@ func (s *coldServer) warm(encoding, mode string) error {
 
 // setMode sets how a LIST at resourceVersion "0" is answered.
 func (s *coldServer) setMode(mode string) { s.whole.Store(mode == "whole") }
+
+// setGzip sets whether the server compresses as kube-apiserver does.
+func (s *coldServer) setGzip(on bool) { s.gzip.Store(on) }
 
 func (s *coldServer) snapshot() coldStats {
 	s.mu.Lock()
@@ -161,11 +177,12 @@ func (s *coldServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		q := r.URL.Query()
+		gz := s.gzip.Load() && acceptsGzip(r)
 		if q.Get("watch") == "true" || q.Get("watch") == "1" {
-			s.serveWatch(w, r, enc)
+			s.serveWatch(w, r, enc, gz)
 			return
 		}
-		s.serveList(w, enc, q.Get("limit"), q.Get("continue"), q.Get("resourceVersion"))
+		s.serveList(w, enc, gz, q.Get("limit"), q.Get("continue"), q.Get("resourceVersion"))
 	default:
 		s.refuse(w, http.StatusNotFound, "no such path")
 	}
@@ -177,7 +194,7 @@ func (s *coldServer) refuse(w http.ResponseWriter, code int, why string) {
 	http.Error(w, "coldstart: "+why, code)
 }
 
-func (s *coldServer) serveList(w http.ResponseWriter, enc, limit, cont, rv string) {
+func (s *coldServer) serveList(w http.ResponseWriter, enc string, gz bool, limit, cont, rv string) {
 	page := 0
 	switch {
 	case cont != "":
@@ -188,18 +205,19 @@ func (s *coldServer) serveList(w http.ResponseWriter, enc, limit, cont, rv strin
 		}
 		page = k
 	case limit == "" || limit == "0" || (rv == "0" && s.whole.Load()):
-		s.serveFile(w, enc, coldPath(s.dir, s.n, enc, coldWhole), 0, -1, func(st *coldStats) { st.Whole++ })
+		s.serveFile(w, enc, gz, coldPath(s.dir, s.n, enc, coldWhole), 0, -1, func(st *coldStats) { st.Whole++ })
 		return
 	case limit != strconv.Itoa(coldPageSize):
 		s.count(func(st *coldStats) { st.Odd++ })
 	}
 	p := s.pages[enc]
-	s.serveFile(w, enc, coldPath(s.dir, s.n, enc, coldPages), p.offs[page], int64(p.lens[page]), func(st *coldStats) { st.Pages++ })
+	s.serveFile(w, enc, gz, coldPath(s.dir, s.n, enc, coldPages), p.offs[page], int64(p.lens[page]), func(st *coldStats) { st.Pages++ })
 }
 
 // serveFile sends n bytes of path from off (the whole file if n < 0) as
-// a LIST response, counted by what.
-func (s *coldServer) serveFile(w http.ResponseWriter, enc, path string, off, n int64, what func(*coldStats)) {
+// a LIST response, compressed if gz and over the threshold, counted by
+// what.
+func (s *coldServer) serveFile(w http.ResponseWriter, enc string, gz bool, path string, off, n int64, what func(*coldStats)) {
 	f, size, err := openSized(path)
 	if err != nil {
 		s.refuse(w, http.StatusInternalServerError, err.Error())
@@ -213,15 +231,29 @@ func (s *coldServer) serveFile(w http.ResponseWriter, enc, path string, off, n i
 		s.refuse(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	s.count(func(st *coldStats) { what(st); st.Bytes += n; st.Protobuf += isProto(enc) })
+	zipped, err := s.zippedBody(w, path, off, n, gz)
+	if err != nil {
+		s.refuse(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	sent, body := n, io.LimitReader(f, n)
+	if zipped != nil {
+		sent, body = int64(len(zipped)), bytes.NewReader(zipped)
+	}
+	s.count(func(st *coldStats) {
+		what(st)
+		st.Bytes += sent
+		st.Protobuf += isProto(enc)
+		st.Gzipped += b2i(zipped != nil)
+	})
 	w.Header().Set("Content-Type", coldMediaType(enc))
-	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
-	_, _ = io.Copy(w, io.LimitReader(f, n))
+	w.Header().Set("Content-Length", strconv.FormatInt(sent, 10))
+	_, _ = io.Copy(w, body)
 }
 
-// serveWatch sends the WatchList stream if asked for one, then holds the
-// watch open, quiet, until the client leaves.
-func (s *coldServer) serveWatch(w http.ResponseWriter, r *http.Request, enc string) {
+// serveWatch sends the WatchList stream if asked for one (compressed if
+// gz), then holds the watch open, quiet, until the client leaves.
+func (s *coldServer) serveWatch(w http.ResponseWriter, r *http.Request, enc string, gz bool) {
 	q := r.URL.Query()
 	stream := q.Get("sendInitialEvents") == "true"
 	var f *os.File
@@ -237,6 +269,11 @@ func (s *coldServer) serveWatch(w http.ResponseWriter, r *http.Request, enc stri
 		}
 		defer f.Close()
 	}
+	zipped, err := s.zippedBody(w, coldPath(s.dir, s.n, enc, coldStream), 0, size, gz && stream)
+	if err != nil {
+		s.refuse(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	s.count(func(st *coldStats) {
 		if stream {
 			st.WatchLists++
@@ -244,7 +281,11 @@ func (s *coldServer) serveWatch(w http.ResponseWriter, r *http.Request, enc stri
 			st.Watches++
 		}
 		st.Bytes += size
+		if zipped != nil {
+			st.Bytes += int64(len(zipped)) - size
+		}
 		st.Protobuf += isProto(enc)
+		st.Gzipped += b2i(zipped != nil)
 	})
 	ct := "application/json"
 	if enc == "protobuf" {
@@ -252,7 +293,10 @@ func (s *coldServer) serveWatch(w http.ResponseWriter, r *http.Request, enc stri
 	}
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(http.StatusOK)
-	if f != nil {
+	switch {
+	case zipped != nil:
+		_, _ = w.Write(zipped)
+	case f != nil:
 		_, _ = io.Copy(w, f)
 	}
 	http.NewResponseController(w).Flush()
@@ -278,6 +322,14 @@ func coldMediaType(enc string) string {
 		return "application/vnd.kubernetes.protobuf"
 	}
 	return "application/json"
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func isProto(enc string) int64 {

@@ -20,17 +20,19 @@ import (
 // default options, and ours lean (ShareStrings, ShareMaps,
 // DropManagedFields). Each cell of encoding (JSON, protobuf) × mode (a
 // LIST paginated by 500, a LIST at RV "0" answered whole, a WatchList
-// stream) × GOMAXPROCS (1, 2) × implementation runs in processes of its
-// own (coldchild_test.go), measuring the sync time and the peak live
-// heap, and what the sync cost the server. At the defaults it takes 2-5
-// hours on 2 shared cores (docs/benchmarks.md):
+// stream) × compression (off; on: gzip as kube-apiserver compresses, see
+// coldgzip_test.go) × GOMAXPROCS (1, 2) × implementation runs in
+// processes of its own (coldchild_test.go), measuring the sync time and
+// the peak live heap, and what the sync cost the server. At the defaults
+// it takes 4-10 hours on 2 shared cores (docs/benchmarks.md):
 //
 //	go test -run '^$' -bench BenchmarkColdStart -benchtime 1x -timeout 8h ./bench/
 //
 // KREFLECTOR_COLDSTART_PODS (default 100000), KREFLECTOR_COLDSTART_RUNS
 // (processes per cell, default 3), KREFLECTOR_COLDSTART_CELLS (a
-// selection, such as "enc=json,protobuf mode=paged,watchlist procs=2
-// impl=client-go,kreflector"; each dimension left out is taken whole)
+// selection, such as "enc=json,protobuf mode=paged,watchlist gzip=on
+// procs=2 impl=client-go,kreflector"; each dimension left out is taken
+// whole)
 // and KREFLECTOR_COLDSTART_HEAP=0 (the timed sync only, no heap figures:
 // about a third of the time) change the work; KREFLECTOR_COLDSTART_CPUPROFILE
 // (a directory) has each process write its timed sync's CPU profile there,
@@ -61,6 +63,7 @@ func BenchmarkColdStart(b *testing.B) {
 				// implementation always runs first.
 				cell := group[(k+rep)%len(group)]
 				srv.setMode(cell.Mode)
+				srv.setGzip(cell.Gzip)
 				if err := srv.warm(cell.Encoding, cell.Mode); err != nil {
 					b.Fatal(err)
 				}
@@ -97,14 +100,15 @@ type coldSettings struct {
 	// profiles is the directory of CPU profiles, if any
 	// (KREFLECTOR_COLDSTART_CPUPROFILE).
 	profiles string
-	// dims is the selection: encodings, modes, GOMAXPROCS values and
-	// implementations, each in the tables' order.
-	encs, modes, procs, impls []string
+	// dims is the selection: encodings, modes, compression (off, on),
+	// GOMAXPROCS values and implementations, each in the tables' order.
+	encs, modes, gzips, procs, impls []string
 }
 
 var coldDims = map[string][]string{
 	"enc":   {"json", "protobuf"},
 	"mode":  {"paged", "whole", "watchlist"},
+	"gzip":  {"off", "on"},
 	"procs": {"1", "2"},
 	"impl":  {"client-go", "kreflector", "kreflector+lean"},
 }
@@ -126,7 +130,7 @@ func coldSettingsFromEnv() (coldSettings, error) {
 	}
 	s.profiles = os.Getenv("KREFLECTOR_COLDSTART_CPUPROFILE")
 	sel, err := parseColdCells(os.Getenv("KREFLECTOR_COLDSTART_CELLS"))
-	s.encs, s.modes, s.procs, s.impls = sel["enc"], sel["mode"], sel["procs"], sel["impl"]
+	s.encs, s.modes, s.gzips, s.procs, s.impls = sel["enc"], sel["mode"], sel["gzip"], sel["procs"], sel["impl"]
 	return s, err
 }
 
@@ -142,7 +146,7 @@ func parseColdCells(spec string) (map[string][]string, error) {
 		dim, values, ok := strings.Cut(term, "=")
 		all, known := coldDims[dim]
 		if !ok || !known {
-			return nil, fmt.Errorf("coldstart: bad KREFLECTOR_COLDSTART_CELLS term %q (want enc=, mode=, procs= or impl=)", term)
+			return nil, fmt.Errorf("coldstart: bad KREFLECTOR_COLDSTART_CELLS term %q (want enc=, mode=, gzip=, procs= or impl=)", term)
 		}
 		want := strings.Split(values, ",")
 		for _, v := range want {
@@ -160,10 +164,12 @@ func (s coldSettings) cells() []coldCell {
 	var out []coldCell
 	for _, enc := range s.encs {
 		for _, mode := range s.modes {
-			for _, p := range s.procs {
-				procs, _ := strconv.Atoi(p)
-				for _, impl := range s.impls {
-					out = append(out, coldCell{Encoding: enc, Mode: mode, Procs: procs, Impl: impl})
+			for _, gz := range s.gzips {
+				for _, p := range s.procs {
+					procs, _ := strconv.Atoi(p)
+					for _, impl := range s.impls {
+						out = append(out, coldCell{Encoding: enc, Mode: mode, Procs: procs, Impl: impl, Gzip: gz == "on"})
+					}
 				}
 			}
 		}
@@ -172,7 +178,7 @@ func (s coldSettings) cells() []coldCell {
 }
 
 // coldGroups splits cells, in order, into runs of the same encoding,
-// mode and GOMAXPROCS.
+// mode, compression and GOMAXPROCS.
 func coldGroups(cells []coldCell) [][]coldCell {
 	var out [][]coldCell
 	for i, c := range cells {
@@ -180,7 +186,7 @@ func coldGroups(cells []coldCell) [][]coldCell {
 		if i > 0 {
 			prev = cells[i-1]
 		}
-		if i == 0 || c.Encoding != prev.Encoding || c.Mode != prev.Mode || c.Procs != prev.Procs {
+		if i == 0 || c.Encoding != prev.Encoding || c.Mode != prev.Mode || c.Gzip != prev.Gzip || c.Procs != prev.Procs {
 			out = append(out, nil)
 		}
 		out[len(out)-1] = append(out[len(out)-1], c)
@@ -265,7 +271,13 @@ func checkCold(res *coldResult) []string {
 		want.Protobuf = want.requests()
 	}
 	got := res.Cost
-	got.Bytes = 0
+	if got.Gzipped == 0 && res.Gzip && res.N >= 2*coldPageSize {
+		bad("nothing was compressed")
+	}
+	if got.Gzipped != 0 && !res.Gzip {
+		bad("%d responses compressed with gzip off", got.Gzipped)
+	}
+	got.Bytes, got.Gzipped = 0, 0
 	if got != want {
 		bad("served %+v, want %+v", got, want)
 	}
@@ -277,6 +289,10 @@ func (s coldSettings) profileOf(cell coldCell, rep int) string {
 	if s.profiles == "" {
 		return ""
 	}
-	name := fmt.Sprintf("%s-%s-p%d-%s-run%d.pprof", cell.Encoding, cell.Mode, cell.Procs, cell.Impl, rep+1)
+	mode := cell.Mode
+	if cell.Gzip {
+		mode += "+gzip"
+	}
+	name := fmt.Sprintf("%s-%s-p%d-%s-run%d.pprof", cell.Encoding, mode, cell.Procs, cell.Impl, rep+1)
 	return filepath.Join(s.profiles, name)
 }

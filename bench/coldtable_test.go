@@ -48,8 +48,8 @@ func coldRatio(rs, base []coldResult, self bool, f func(coldResult) float64) str
 
 func printColdTable(w io.Writer, set coldSettings, cells []coldCell, all map[coldCell][]coldResult) {
 	fmt.Fprintf(w, "\n%d Pods, medians of %d processes per cell (sync: lowest–highest; CPU: the process's during the sync; other cores: what other processes, the server's included, took meanwhile):\n\n", set.n, set.runs)
-	fmt.Fprintln(w, "| encoding | mode | GOMAXPROCS | implementation | sync (s) | ×client-go | CPU (s) | ×client-go | other cores | peak heap (MiB) | ×client-go | held (MiB) | requests | MiB sent |")
-	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| encoding | mode | gzip | GOMAXPROCS | implementation | sync (s) | ×client-go | CPU (s) | ×client-go | other cores | peak heap (MiB) | ×client-go | held (MiB) | requests | MiB sent |")
+	fmt.Fprintln(w, "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range cells {
 		rs := all[c]
 		if len(rs) == 0 {
@@ -64,8 +64,12 @@ func printColdTable(w io.Writer, set coldSettings, cells []coldCell, all map[col
 		if !rs[0].NoHeap {
 			heap = fmt.Sprintf("%.0f | %s | %.0f", coldMedian(rs, coldPeak), coldRatio(rs, all[base], self, coldPeak), coldMedian(rs, coldHeld))
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f (%.2f–%.2f) | %s | %.2f | %s | %.1f | %s | %d | %.1f |\n",
-			c.Encoding, c.Mode, c.Procs, c.Impl,
+		gz := "off"
+		if c.Gzip {
+			gz = "on"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %.2f (%.2f–%.2f) | %s | %.2f | %s | %.1f | %s | %d | %.1f |\n",
+			c.Encoding, c.Mode, gz, c.Procs, c.Impl,
 			coldMedian(rs, coldSyncS), lo, hi, coldRatio(rs, all[base], self, coldSyncS),
 			coldMedian(rs, coldCPU), coldRatio(rs, all[base], self, coldCPU),
 			coldMedian(rs, func(r coldResult) float64 { return r.Elsewhere }),
@@ -81,6 +85,7 @@ func TestParseColdCells(t *testing.T) {
 	want := map[string][]string{
 		"enc":   {"json", "protobuf"},
 		"mode":  {"paged", "watchlist"},
+		"gzip":  {"off", "on"},
 		"procs": {"2"},
 		"impl":  {"client-go", "kreflector"},
 	}
@@ -94,9 +99,10 @@ func TestParseColdCells(t *testing.T) {
 			t.Errorf("parseColdCells(%q) accepted it", bad)
 		}
 	}
-	set := coldSettings{encs: sel["enc"], modes: sel["mode"], procs: sel["procs"], impls: sel["impl"]}
+	set := coldSettings{encs: sel["enc"], modes: sel["mode"], gzips: sel["gzip"], procs: sel["procs"], impls: sel["impl"]}
 	groups := coldGroups(set.cells())
-	if len(groups) != 4 || len(groups[0]) != 2 || groups[0][0].Impl != "client-go" || groups[3][1].Encoding != "protobuf" {
+	if len(groups) != 8 || len(groups[0]) != 2 || groups[0][0].Impl != "client-go" || groups[0][0].Gzip || !groups[1][0].Gzip ||
+		groups[7][1].Encoding != "protobuf" {
 		t.Errorf("groups = %v", groups)
 	}
 }

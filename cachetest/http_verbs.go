@@ -59,7 +59,24 @@ func (q *resourceRequest) listOrWatch() {
 		q.fail(err)
 		return
 	}
-	q.reply(http.StatusOK, list, q.kinds.list)
+	q.replyList(list)
+}
+
+// replyList writes a LIST's answer, compressed as kube-apiserver
+// compresses it (see compresses).
+func (q *resourceRequest) replyList(list runtime.Object) {
+	data, err := encode(list, q.kinds.list)
+	if err != nil {
+		q.fail(apierrors.NewInternalError(fmt.Errorf("cachetest: encoding the response: %w", err)))
+		return
+	}
+	q.w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+	if q.h.compresses(q.r, len(data)) {
+		data = gzipped(data)
+		markGzip(q.w)
+	}
+	q.w.WriteHeader(http.StatusOK)
+	_, _ = q.w.Write(data) // a client gone away is not the server's error
 }
 
 func (q *resourceRequest) get() {

@@ -1,6 +1,7 @@
 package cachetest
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,8 +19,10 @@ const watchContentType = "application/json;stream=watch"
 // watch is an error status; an accepted one is a 200 whose headers are
 // flushed at once, followed by one JSON watch event per line
 // ({"type":...,"object":...}, ERROR events carrying a metav1.Status), each
-// flushed as it is written. The response ends when the core's watch ends
-// (its timeout, CloseWatches, an ERROR event, Close). When the client goes
+// flushed as it is written (a WatchList stream compressed whole, if the
+// server compresses: see Options.DisableCompression). The response ends
+// when the core's watch ends (its timeout, CloseWatches, an ERROR event,
+// Close). When the client goes
 // away, the request's context, which the core's watch was opened with,
 // ends it, and the deferred Stop releases it in any case.
 func (q *resourceRequest) watch(opts metav1.ListOptions) {
@@ -29,16 +32,21 @@ func (q *resourceRequest) watch(opts metav1.ListOptions) {
 		return
 	}
 	defer wi.Stop()
-	rc := http.NewResponseController(q.w)
+	out := &eventWriter{w: q.w, rc: http.NewResponseController(q.w)}
 	q.w.Header().Set("Content-Type", watchContentType)
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents && q.h.compresses(q.r, -1) {
+		markGzip(q.w)
+		out.zw, _ = gzip.NewWriterLevel(q.w, gzip.BestSpeed) // a valid level
+		defer out.zw.Close()                                 // the trailer, if the client is still there
+	}
 	q.w.WriteHeader(http.StatusOK)
-	if rc.Flush() != nil {
+	if out.rc.Flush() != nil {
 		return
 	}
 	for {
 		select {
 		case ev, ok := <-wi.ResultChan():
-			if !ok || !q.writeEvent(rc, ev) {
+			if !ok || !q.writeEvent(out, ev) {
 				return
 			}
 		case <-q.r.Context().Done():
@@ -47,9 +55,30 @@ func (q *resourceRequest) watch(opts metav1.ListOptions) {
 	}
 }
 
+// eventWriter writes a watch stream's events, through zw if the stream is
+// compressed.
+type eventWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	zw *gzip.Writer
+}
+
+// write writes line and flushes it to the client (through the
+// compressor's flush first).
+func (e *eventWriter) write(line []byte) bool {
+	if e.zw == nil {
+		_, err := e.w.Write(line)
+		return err == nil && e.rc.Flush() == nil
+	}
+	if _, err := e.zw.Write(line); err != nil {
+		return false
+	}
+	return e.zw.Flush() == nil && e.rc.Flush() == nil
+}
+
 // writeEvent writes and flushes one event; false if the client is gone or
 // the event could not be encoded (the stream then ends with an ERROR).
-func (q *resourceRequest) writeEvent(rc *http.ResponseController, ev watch.Event) bool {
+func (q *resourceRequest) writeEvent(out *eventWriter, ev watch.Event) bool {
 	line, err := encodeEvent(ev, q.kinds)
 	ok := err == nil
 	if !ok {
@@ -58,10 +87,7 @@ func (q *resourceRequest) writeEvent(rc *http.ResponseController, ev watch.Event
 			return false
 		}
 	}
-	if _, err := q.w.Write(line); err != nil {
-		return false
-	}
-	return rc.Flush() == nil && ok
+	return out.write(line) && ok
 }
 
 // encodeEvent renders ev as one line of a JSON watch stream. ev.Object

@@ -56,6 +56,16 @@ type Options struct {
 	// older ones are compacted away automatically, so that watches from
 	// before them get 410 Expired. Zero keeps everything until Compact.
 	HistoryLimit int
+	// DisableCompression makes the HTTP server (Start) answer as
+	// kube-apiserver with APIResponseCompression and WatchListCompression
+	// off: nothing compressed. By default it compresses as kube-apiserver
+	// does, with gzip at level 1 (Content-Encoding: gzip, Vary:
+	// Accept-Encoding), for requests whose Accept-Encoding names gzip
+	// (as net/http's transport sends, unless DisableCompression is set in
+	// the client's rest.Config or transport): LIST bodies over 128 KiB,
+	// and WatchList streams (sendInitialEvents=true) whole, each event
+	// flushed as it is written. Other watches are never compressed.
+	DisableCompression bool
 	// DisableWatchList makes the server answer WatchList requests
 	// (sendInitialEvents) as a server without the feature does: 422
 	// Invalid. Clients then fall back to LIST.

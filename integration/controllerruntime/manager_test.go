@@ -72,11 +72,21 @@ func (l *logLines) add(prefix, args string) {
 	l.lines = append(l.lines, prefix+" "+args)
 }
 
-// find returns the first line containing every one of words, or "".
-func (l *logLines) find(words ...string) string {
+// mark is the number of lines logged so far, for find.
+func (l *logLines) mark() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, line := range l.lines {
+	return len(l.lines)
+}
+
+// find returns the first line containing every one of words, or "",
+// among the lines logged after mark (a test's mark taken at its start
+// keeps it from finding an earlier test's lines, or its own earlier
+// run's under -count).
+func (l *logLines) find(mark int, words ...string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines[mark:] {
 		lower := strings.ToLower(line)
 		all := true
 		for _, w := range words {
@@ -223,6 +233,7 @@ func checkReconcilesEverything(t *testing.T, cfg *rest.Config, ns string) {
 func checkForbiddenIsVisible(t *testing.T, cfg *rest.Config, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	mark := logs.mark()
 	r := startManager(t, cfg, 3*time.Second)
 	select {
 	case <-r.done:
@@ -235,7 +246,7 @@ func checkForbiddenIsVisible(t *testing.T, cfg *rest.Config, ns string) {
 	}
 	// Besides the Reflector's own "Failed to watch" lines, the informer
 	// says why it never synced when controller-runtime gives up on it.
-	if line := logs.find("stopped before it synced", "forbidden"); line == "" {
+	if line := logs.find(mark, "stopped before it synced", "forbidden"); line == "" {
 		t.Fatalf("no log line says the informer did not sync because it is forbidden; logged:\n%s", strings.Join(logs.lines, "\n"))
 	} else {
 		t.Logf("the cause in the log: %s", line)

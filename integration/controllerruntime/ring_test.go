@@ -121,8 +121,9 @@ func TestManagerWaitingForARingsCacheLogsTheCause(t *testing.T) {
 	}
 	mctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	mark := logs.mark()
 	go func() { done <- mgr.Start(mctx) }()
-	for logs.find("waits for its caches", "ring", "forbidden") == "" {
+	for logs.find(mark, "waits for its caches", "ring", "forbidden") == "" {
 		select {
 		case err := <-done:
 			stop()

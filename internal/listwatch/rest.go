@@ -15,6 +15,7 @@ import (
 	restclient "k8s.io/client-go/rest"
 	clientgocache "k8s.io/client-go/tools/cache"
 
+	"github.com/kreflector/cache/internal/inflate"
 	"github.com/kreflector/cache/internal/listdecode"
 	"github.com/kreflector/cache/internal/listhint"
 )
@@ -164,7 +165,10 @@ func (r REST) stream(ctx context.Context, opts metav1.ListOptions) (io.ReadClose
 	return body, err
 }
 
-// streamRetrying sends the request req makes and returns its body; a
+// streamRetrying sends the request req makes and returns its body; a body
+// net/http inflates as it is read (the server gzipped it for a transport
+// that asked) comes behind a stage of its own (inflate.Ahead), so that the
+// inflating runs ahead of the splitter and decoders. A
 // transport failure before any response is tried again a second later, up
 // to maxTransportRetries times, as Request.Do and Request.Watch try a GET
 // again. exhausted says the last try failed so (err is its error).
@@ -172,8 +176,10 @@ func streamRetrying(ctx context.Context, req func() *restclient.Request) (body i
 	for attempt := 1; ; attempt++ {
 		body, err := req().Stream(ctx)
 		switch {
-		case err == nil || !retryableTransport(err):
-			return body, false, err
+		case err == nil:
+			return inflate.Ahead(body), false, nil
+		case !retryableTransport(err):
+			return nil, false, err
 		case attempt > maxTransportRetries:
 			return nil, true, err
 		case !retryTransport(ctx):
