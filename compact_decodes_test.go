@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -265,5 +267,49 @@ func TestFreshObjectsStayWithinTheBound(t *testing.T) {
 	}
 	if next, _ := s.pack(podgen.Pod(9, 2)); next.fresh.Load() == nil {
 		t.Fatal("records dropped before the store keep later ones from carrying their objects")
+	}
+}
+
+// A LIST page is packed with the informer's transform and the key and
+// index functions run in order on the caller's goroutine, one at a time,
+// and the encoding spread over goroutines: every item ends a complete
+// record that decodes to its object.
+func TestCompactPagePacking(t *testing.T) {
+	var inFlight, most atomic.Int32
+	var order []string
+	transform := func(obj any) (any, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		if n > most.Load() {
+			most.Store(n)
+		}
+		p := obj.(*corev1.Pod)
+		order = append(order, p.Name)
+		return p, nil
+	}
+	g := &guardedIndexer{indexers: Indexers{NamespaceIndex: MetaNamespaceIndexFunc}}
+	g.storeFor(&CompactOptions{})
+	p := g.packer(transform)
+	items := make([]any, 300)
+	want := make([]*corev1.Pod, len(items))
+	for i := range items {
+		want[i] = podgen.Pod(i, 1)
+		items[i] = want[i].DeepCopy()
+	}
+	if err := p.page(items); err != nil {
+		t.Fatal(err)
+	}
+	if most.Load() != 1 {
+		t.Fatalf("the transform ran %d at once", most.Load())
+	}
+	for i, it := range items {
+		r, ok := it.(*compactRecord)
+		if !ok || r.data == nil || order[i] != want[i].Name {
+			t.Fatalf("item %d: %T, transformed as %s", i, it, order[i])
+		}
+		got, err := r.object()
+		if err != nil || !reflect.DeepEqual(got, want[i]) {
+			t.Fatalf("item %d does not decode to its object: %v", i, err)
+		}
 	}
 }

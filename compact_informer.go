@@ -2,7 +2,9 @@ package cache
 
 import (
 	"errors"
+	goruntime "runtime"
 	"strings"
+	"sync"
 
 	clientgocache "k8s.io/client-go/tools/cache"
 )
@@ -25,29 +27,112 @@ func (g *guardedIndexer) storeFor(o *CompactOptions) {
 	g.Indexer = g.compact
 }
 
-// packer returns the function that packs an object into a record of g's
-// compact store (nil without one): transform (if any) first, then the
-// encoding; a record passes through.
-func (g *guardedIndexer) packer(transform TransformFunc) TransformFunc {
-	cs := g.compact
-	if cs == nil {
+// packer returns what packs objects into records of g's compact store
+// (nil without one), transform (if any) first.
+func (g *guardedIndexer) packer(transform TransformFunc) *recordPacker {
+	if g.compact == nil {
 		return nil
 	}
-	return func(obj any) (any, error) {
-		if _, ok := obj.(*compactRecord); ok {
-			return obj, nil
-		}
-		if transform != nil {
-			var err error
-			if obj, err = transform(obj); err != nil {
-				return nil, err
-			}
-		}
-		if _, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
-			return obj, nil
-		}
-		return cs.pack(obj)
+	return &recordPacker{transform: transform, store: g.compact}
+}
+
+// recordPacker packs objects into an informer's compact store's records:
+// the informer's transform first, then the record. Records pass through,
+// and so do tombstones.
+type recordPacker struct {
+	transform TransformFunc
+	store     *compactStore
+}
+
+// one packs obj: the informer queue's transform.
+func (p *recordPacker) one(obj any) (any, error) {
+	item, todo, err := p.prepare(obj)
+	if err != nil || todo.r == nil {
+		return item, err
 	}
+	return item, p.store.encode(todo.r, todo.obj)
+}
+
+// unencoded is a record prepared and not yet encoded, with its object.
+type unencoded struct {
+	r   *compactRecord
+	obj any
+}
+
+// prepare runs the transform and the record's first step on obj (see
+// compactStore.prepare): item is what stands for obj (its record, or obj
+// itself for a record or a tombstone), todo the record left to encode,
+// if any.
+func (p *recordPacker) prepare(obj any) (item any, todo unencoded, err error) {
+	if _, ok := obj.(*compactRecord); ok {
+		return obj, unencoded{}, nil
+	}
+	if p.transform != nil {
+		if obj, err = p.transform(obj); err != nil {
+			return nil, unencoded{}, err
+		}
+	}
+	if _, ok := obj.(clientgocache.DeletedFinalStateUnknown); ok {
+		return obj, unencoded{}, nil
+	}
+	r, err := p.store.prepare(obj)
+	if err != nil {
+		return nil, unencoded{}, err
+	}
+	if r.pk == nil {
+		return r, unencoded{}, nil
+	}
+	return r, unencoded{r: r, obj: obj}, nil
+}
+
+// page packs a LIST page's items in place. The transform and the key and
+// index functions run on the calling goroutine, in order, as they would
+// in client-go; encoding and compressing, which call nothing of the
+// user's, run in GOMAXPROCS runs side by side, all joined before page
+// returns. The first failure by position is returned.
+func (p *recordPacker) page(items []any) error {
+	var todo []unencoded
+	for i, it := range items {
+		item, t, err := p.prepare(it)
+		if err != nil {
+			return err
+		}
+		items[i] = item
+		if t.r != nil {
+			todo = append(todo, t)
+		}
+	}
+	parts := max(1, min(goruntime.GOMAXPROCS(0), len(todo)/packRun))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for i := range parts {
+		run := func() { errs[i] = p.encodeAll(todo[i*len(todo)/parts : (i+1)*len(todo)/parts]) }
+		if i == parts-1 {
+			run()
+		} else {
+			wg.Go(run)
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packRun is the fewest records encoded on a goroutine of their own.
+const packRun = 64
+
+// encodeAll encodes todo, stopping at the first failure.
+func (p *recordPacker) encodeAll(todo []unencoded) error {
+	for _, t := range todo {
+		if err := p.store.encode(t.r, t.obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compactWrite runs op, a write to the compact store: an index function's
@@ -127,29 +212,22 @@ func recordKeys(base clientgocache.KeyFunc, atomic bool) clientgocache.KeyFunc {
 	}
 }
 
-// packWith has r pack each LIST page's objects with pack as the page
+// packWith has r pack each LIST page's objects with p as the page
 // arrives (nil: none), after the intake's other steps.
-func (r *Reflector) packWith(pack TransformFunc) {
-	if pack == nil {
+func (r *Reflector) packWith(p *recordPacker) {
+	if p == nil {
 		return
 	}
 	if r.in == nil {
 		r.in = &intake{adoptMutable: !storeTransforms(r.store)}
 	}
-	r.in.pack = pack
+	r.in.pack = p
 }
 
-// packAll packs items in place (see packWith).
+// packAll packs items in place (see packWith and recordPacker.page).
 func (in *intake) packAll(items []any) error {
 	if in == nil || in.pack == nil {
 		return nil
 	}
-	for i, it := range items {
-		rec, err := in.pack(it)
-		if err != nil {
-			return err
-		}
-		items[i] = rec
-	}
-	return nil
+	return in.pack.page(items)
 }

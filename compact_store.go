@@ -100,6 +100,17 @@ func (s *compactStore) pack(obj any) (*compactRecord, error) {
 	if r, ok := obj.(*compactRecord); ok {
 		return r, nil
 	}
+	r, err := s.prepare(obj)
+	if err != nil || r.pk == nil {
+		return r, err
+	}
+	return r, s.encode(r, obj)
+}
+
+// prepare is pack's first step, the one that runs the key and index
+// functions: obj's record without its bytes (complete for a type with no
+// codec, which keeps obj itself).
+func (s *compactStore) prepare(obj any) (*compactRecord, error) {
 	key, err := s.keyFunc(obj)
 	if err != nil {
 		return nil, KeyError{Obj: obj, Err: err}
@@ -113,15 +124,20 @@ func (s *compactStore) pack(obj any) (*compactRecord, error) {
 	r.pk = s.packerFor(obj)
 	if r.pk == nil {
 		r.odd = &recordOdd{idxErr: r.indexErr(), raw: obj}
-		return r, nil
 	}
+	return r, nil
+}
+
+// encode is pack's second step, which calls nothing of the user's: r's
+// bytes, from obj. It is safe to run for many records at once.
+func (s *compactStore) encode(r *compactRecord, obj any) error {
 	data, plain, err := r.pk.pack(obj)
 	if err != nil {
-		return nil, fmt.Errorf("packing %s: %w", key, err)
+		return fmt.Errorf("packing %s: %w", r.key, err)
 	}
 	r.data, r.plain = data, uint32(plain)
 	s.stage(r, obj, r.decodedSize())
-	return r, nil
+	return nil
 }
 
 // stage keeps obj, r's object just packed, for its first readers. A store

@@ -37,7 +37,7 @@ type controller struct {
 	held getter
 	// pack, if set, packs objects into the informer's compact store's
 	// records: the Reflector runs it on each LIST page (see packWith).
-	pack TransformFunc
+	pack *recordPacker
 	// applies: the Config's Process is this package's delta applier (an
 	// informer's), so an error it returns is the store's failure to apply
 	// a change (see storeFailed); a Process of the user's has its errors

@@ -233,7 +233,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	logger := klog.FromContext(ctx)
 	transform, pack := s.transform, s.indexer.packer(s.transform)
 	if pack != nil {
-		transform = pack
+		transform = pack.one
 	}
 	q := newInformerQueue(logger, s.objType, s.indexer, transform, s.options.Identifier, s.options.InformerMetricsProvider)
 	q.packs = pack != nil

@@ -52,7 +52,7 @@ type intake struct {
 	filled bool
 	// pack, if set, packs each object of a LIST page into a compact
 	// store's record once the steps above are done (see packWith).
-	pack TransformFunc
+	pack *recordPacker
 }
 
 // newIntake returns the intake of a Reflector with options o writing to

@@ -38,7 +38,7 @@ type coldCell struct {
 	Encoding string // "json" or "protobuf"
 	Mode     string // "paged", "whole" or "watchlist"
 	Procs    int    // GOMAXPROCS
-	Impl     string // "client-go", "kreflector" or "kreflector+lean"
+	Impl     string // "client-go", "kreflector", "kreflector+lean" or "kreflector+compact"
 	// Gzip: the server compresses as kube-apiserver does.
 	Gzip bool `json:",omitempty"`
 }
@@ -244,15 +244,19 @@ func startColdSync(cfg coldChildConfig, cs kubernetes.Interface) (*coldSync, err
 	return s, nil
 }
 
-// configureOurs sets the lean options, and turns WatchList off in the
+// configureOurs sets the lean or compact options, and turns WatchList off in the
 // LIST modes: both informers read client-go's WatchListClient feature
 // gate (KUBE_FEATURE_WatchListClient=false, set by the parent); ours is
 // told so explicitly too, so the cell does not rest on the gate alone.
 func configureOurs(inf clientgocache.SharedIndexInformer, cfg coldChildConfig) error {
 	var o cache.ReflectorOptions
 	set := false
-	if cfg.Impl == "kreflector+lean" {
+	switch cfg.Impl {
+	case "kreflector+lean":
 		o.ShareStrings, o.ShareMaps, o.DropManagedFields = true, true, true
+		set = true
+	case "kreflector+compact":
+		o.Compact = &cache.CompactOptions{}
 		set = true
 	}
 	if cfg.Mode != "watchlist" {

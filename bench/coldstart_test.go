@@ -17,8 +17,8 @@ import (
 // over HTTP to a server in this process that answers from bytes encoded
 // beforehand (coldserver_test.go), and on it client-go's
 // informers.NewSharedInformerFactory, ours (package informers) with
-// default options, and ours lean (ShareStrings, ShareMaps,
-// DropManagedFields). Each cell of encoding (JSON, protobuf) × mode (a
+// default options, ours lean (ShareStrings, ShareMaps,
+// DropManagedFields), and ours compact (ReflectorOptions.Compact). Each cell of encoding (JSON, protobuf) × mode (a
 // LIST paginated by 500, a LIST at RV "0" answered whole, a WatchList
 // stream) × compression (off; on: gzip as kube-apiserver compresses, see
 // coldgzip_test.go) × GOMAXPROCS (1, 2) × implementation runs in
@@ -110,7 +110,7 @@ var coldDims = map[string][]string{
 	"mode":  {"paged", "whole", "watchlist"},
 	"gzip":  {"off", "on"},
 	"procs": {"1", "2"},
-	"impl":  {"client-go", "kreflector", "kreflector+lean"},
+	"impl":  {"client-go", "kreflector", "kreflector+lean", "kreflector+compact"},
 }
 
 func coldSettingsFromEnv() (coldSettings, error) {
