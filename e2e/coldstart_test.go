@@ -5,9 +5,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,31 +46,50 @@ const coldPods = 2000
 // alone, with the sequential tests: its 18 syncs of realistic Pods would
 // take the two cores from the parallel tests, and theirs would blur its
 // times.
+//
+// Compression is kube-apiserver's default and the client's: each response
+// the server compressed is logged as such (wireLog), and every
+// implementation must have made the same requests and got the same
+// responses compressed, some of them at least for a LIST (kube-apiserver
+// compresses bodies over 128 KiB); one more case turns compression off in
+// the client (rest.Config.DisableCompression), and then nothing comes
+// compressed.
 func TestColdStartMatchesClientGo(t *testing.T) {
 	ns := coldNamespace(t, client(t, testCluster.admin))
 	for _, enc := range []string{"json", "protobuf"} {
-		cs := client(t, encodingConfig(testCluster.admin, enc))
+		cfg := encodingConfig(testCluster.admin, enc)
 		for _, mode := range []string{"watchlist", "list-rv0", "paginated"} {
-			t.Run(enc+"/"+mode, func(t *testing.T) { coldCase(t, cs, ns, mode) })
+			t.Run(enc+"/"+mode, func(t *testing.T) { coldCase(t, cfg, ns, mode) })
 		}
 	}
+	t.Run("protobuf/paginated/uncompressed", func(t *testing.T) {
+		cfg := encodingConfig(testCluster.admin, "protobuf")
+		cfg.DisableCompression = true
+		coldCase(t, cfg, ns, "paginated")
+	})
 }
 
 // coldCase is one case of TestColdStartMatchesClientGo: the three syncs
-// of ns in mode through cs, and every check the test names.
-func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
-	theirs := syncUntilWatching(t, coldLW(clientgocache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
+// of ns in mode through clients of cfg, and every check the test names.
+func coldCase(t *testing.T, cfg *rest.Config, ns, mode string) {
+	wires := []*wireLog{{}, {}, {}}
+	clients := make([]*kubernetes.Clientset, len(wires))
+	for i, w := range wires {
+		clients[i] = client(t, w.config(cfg))
+	}
+	theirs := syncUntilWatching(t, coldLW(clientgocache.NewListWatchFromClient(clients[0].CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
 		func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
 			return clientgocache.NewReflectorWithOptions(lw, &corev1.Pod{}, s, clientgocache.ReflectorOptions{Name: "client-go"})
 		})
-	ourSync := func(o cache.ReflectorOptions) syncResult {
+	ourSync := func(cs *kubernetes.Clientset, o cache.ReflectorOptions) syncResult {
 		return syncUntilWatching(t, coldLW(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything()), mode),
 			func(lw cache.ListerWatcher, s cache.ReflectorStore) reflector {
 				return cache.NewReflectorWithOptions(lw, &corev1.Pod{}, s, o)
 			})
 	}
-	ours := ourSync(cache.ReflectorOptions{Name: "ours"})
-	lean := ourSync(cache.ReflectorOptions{Name: "ours-lean", ShareStrings: true, ShareMaps: true, DropManagedFields: true})
+	ours := ourSync(clients[1], cache.ReflectorOptions{Name: "ours"})
+	lean := ourSync(clients[2], cache.ReflectorOptions{Name: "ours-lean", ShareStrings: true, ShareMaps: true, DropManagedFields: true})
+	assertSameWire(t, mode, cfg.DisableCompression, wires)
 	t.Logf("%d Pods, %s: client-go synced in %v, ours in %v (%.2fx), ours lean in %v (%.2fx); requests:\n  %s",
 		len(ours.objs), mode, theirs.took.Round(time.Millisecond),
 		ours.took.Round(time.Millisecond), ours.took.Seconds()/theirs.took.Seconds(),
@@ -88,7 +109,7 @@ func coldCase(t *testing.T, cs *kubernetes.Clientset, ns, mode string) {
 			t.Errorf("ours requested %d pages ahead that it did not use", r.stats.ListPagesUnused)
 		}
 	}
-	server, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	server, err := clients[0].CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,4 +292,77 @@ func createRealisticPod(ctx context.Context, cs kubernetes.Interface, ns string,
 		return fmt.Errorf("setting Pod %s's status: %w", p.Name, err)
 	}
 	return nil
+}
+
+// wireLog records what a client's requests asked for and how each
+// response came: "METHOD path Accept -> status, gzip|plain". A wrapped
+// transport sees a response after net/http has inflated it; Uncompressed
+// says the server had compressed it.
+type wireLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// config is cfg with its transport wrapped to log into w.
+func (w *wireLog) config(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return wireLogging{rt, w} }
+	return cfg
+}
+
+// snapshot is a copy of the lines, and how many say gzip.
+func (w *wireLog) snapshot() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	gz := 0
+	for _, l := range w.lines {
+		if strings.HasSuffix(l, ", gzip") {
+			gz++
+		}
+	}
+	return slices.Clone(w.lines), gz
+}
+
+type wireLogging struct {
+	rt  http.RoundTripper
+	log *wireLog
+}
+
+func (t wireLogging) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	line := fmt.Sprintf("%s %s Accept=%q Accept-Encoding=%q -> ", req.Method, req.URL.Path, req.Header.Get("Accept"), req.Header.Get("Accept-Encoding"))
+	switch {
+	case err != nil:
+		line += "error"
+	case resp.Uncompressed:
+		line += fmt.Sprintf("%d, gzip", resp.StatusCode)
+	default:
+		line += fmt.Sprintf("%d, plain", resp.StatusCode)
+	}
+	t.log.mu.Lock()
+	t.log.lines = append(t.log.lines, line)
+	t.log.mu.Unlock()
+	return resp, err
+}
+
+// assertSameWire fails t unless the three syncs' clients (client-go's,
+// ours, ours lean) made the same requests with the same headers and got
+// the same responses compressed; some compressed, for a LIST, unless the
+// client turned compression off, and none then.
+func assertSameWire(t *testing.T, mode string, disabled bool, wires []*wireLog) {
+	t.Helper()
+	theirs, gz := wires[0].snapshot()
+	for i, name := range []string{"ours", "ours lean"} {
+		got, _ := wires[i+1].snapshot()
+		if !slices.Equal(got, theirs) {
+			t.Errorf("%s's requests or responses differ on the wire\nclient-go:\n  %s\n%s:\n  %s", name, strings.Join(theirs, "\n  "), name, strings.Join(got, "\n  "))
+		}
+	}
+	switch {
+	case disabled && gz > 0:
+		t.Errorf("compression off in the client, and %d responses came compressed:\n  %s", gz, strings.Join(theirs, "\n  "))
+	case !disabled && mode != "watchlist" && gz == 0:
+		t.Errorf("no LIST response came compressed, as kube-apiserver compresses by default:\n  %s", strings.Join(theirs, "\n  "))
+	}
+	t.Logf("on the wire (%d of %d responses compressed):\n  %s", gz, len(theirs), strings.Join(theirs, "\n  "))
 }
