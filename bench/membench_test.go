@@ -12,21 +12,56 @@ import (
 )
 
 // BenchmarkMemorySideBySide compares client-go's SharedIndexInformer with
-// ours (default options; ShareStrings; "lean": ShareStrings, ShareMaps and
-// DropManagedFields) on realistic Pods decoded from bytes for every LIST,
-// each run in a process of its own so that no implementation's heap hides
-// in another's. It takes about 40 minutes at its default sizes on 2 cores:
+// ours on realistic Pods decoded from bytes for every LIST, each run in a
+// process of its own so that no implementation's heap hides in another's.
+// Every process measures every figure (heap per object, synced heap, the
+// peaks of the initial sync and of two relists, sync time, CPU per watch
+// event). Its rows, by encoding (memEncodings), each in a table with
+// ratios to client-go's figure in the same encoding:
 //
-//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 3h ./bench/
+//   - JSON, typed Pods: client-go; ours with default options ("kreflector"),
+//     ShareStrings ("+share"), "lean" (ShareStrings, ShareMaps and
+//     DropManagedFields), Compact ("+compact") and Compact with
+//     DropManagedFields ("+compact+lean");
+//   - protobuf, typed Pods: client-go, kreflector, kreflector+compact,
+//     kreflector+compact+lean;
+//   - unstructured: the JSON pages and events decoded into
+//     *unstructured.UnstructuredList and *unstructured.Unstructured as
+//     client-go's dynamic client decodes them, the informers built for
+//     &unstructured.Unstructured{} (as a dynamic informer is): the same
+//     four.
+//
+// Then a table of decoding and sync time by encoding, and, for JSON and
+// protobuf, one more process in which the implementations take turns
+// (the time goals' figures), and the goals of issue 20 against the
+// medians. At its default sizes it takes hours on 2 cores (about 70
+// minutes before the protobuf and unstructured rows had heap figures;
+// not timed since):
+//
+//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 6h ./bench/
 //
 // KREFLECTOR_MEMBENCH_SIZES (default "10000,100000") and
 // KREFLECTOR_MEMBENCH_RUNS (processes per implementation and size, default
-// 3) and KREFLECTOR_MEMBENCH_IMPLS (the JSON rows' implementations, by
-// name; default all) change the work. Page files go to .cache/membench at the repository
-// root (about 4 GB at the default sizes), kept for the next run. It prints
-// a table of medians and the goals of issue 20 against them.
+// 3) and KREFLECTOR_MEMBENCH_IMPLS (implementations by name,
+// comma-separated; default all; a name that is none is an error) change
+// the work: only the named implementations run, in every encoding that
+// has them and in the turn-taking process. The compact rows of every
+// encoding beside client-go's, at 100,000 Pods (one to two hours,
+// estimated from a run at 2,000 Pods; client-go's unstructured relists
+// peak near 8 GiB of live heap):
+//
+//	KREFLECTOR_MEMBENCH_SIZES=100000 KREFLECTOR_MEMBENCH_RUNS=1 \
+//	KREFLECTOR_MEMBENCH_IMPLS=client-go,kreflector+compact,kreflector+compact+lean \
+//	go test -run '^$' -bench BenchmarkMemorySideBySide -benchtime 1x -timeout 6h ./bench/
+//
+// Page files go to .cache/membench at the repository root (about 4 GB at
+// the default sizes; the unstructured rows read the JSON ones), kept for
+// the next run.
 func BenchmarkMemorySideBySide(b *testing.B) {
 	sizes, runs, dir := memBenchSettings(b, "KREFLECTOR_MEMBENCH", "10000,100000")
+	if err := checkMemImplsEnv(); err != nil {
+		b.Fatal(err)
+	}
 	if err := writeAllMemPages(dir, sizes); err != nil {
 		b.Fatal(err)
 	}
@@ -117,25 +152,66 @@ type memKey struct {
 
 func (c memChildConfig) key() memKey { return memKey{c.Impl, c.Encoding, c.N} }
 
-// memImplOrder is the order of the tables' rows.
+// memImplOrder is the order of the tables' columns.
 var memImplOrder = []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean", "kreflector+compact", "kreflector+compact+lean"}
 
-// memConfigs are the processes run for n Pods: every implementation on
-// JSON, and client-go's and ours on protobuf, timing only; with side, the
-// side-by-side process too, once per encoding (its rounds are within).
-func memConfigs(dir string, n int, side bool) []memChildConfig {
-	var cfgs []memChildConfig
-	for _, impl := range memImplOrder {
-		if memImplWanted(impl) {
-			cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "json", Dir: dir})
+// memEncoding is one way the Pods reach the informers, and the
+// implementations run on it, in memImplOrder's order.
+type memEncoding struct {
+	name  string // memChildConfig.Encoding; see memCodecOf
+	impls []string
+}
+
+// memEncodings are the encodings, in the order of the tables: every
+// implementation on typed Pods from JSON; client-go's, our default and
+// the compact store's (plain and with DropManagedFields) on typed Pods
+// from protobuf, and on unstructured objects from JSON (as a dynamic
+// informer holds them).
+var memEncodings = []memEncoding{
+	{"json", memImplOrder},
+	{"protobuf", memCompactRows},
+	{"unstructured", memCompactRows},
+}
+
+// memCompactRows are the implementations run on protobuf and unstructured.
+var memCompactRows = []string{"client-go", "kreflector", "kreflector+compact", "kreflector+compact+lean"}
+
+// memEncodingOf is the encoding named name (nil if none is).
+func memEncodingOf(name string) *memEncoding {
+	for i := range memEncodings {
+		if memEncodings[i].name == name {
+			return &memEncodings[i]
 		}
 	}
-	for _, impl := range memImplOrder[:2] {
-		cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: "protobuf", Dir: dir, TimeOnly: true})
+	return nil
+}
+
+// memSideEncodings are the encodings of the side-by-side process.
+var memSideEncodings = []string{"json", "protobuf"}
+
+// memConfigs are the processes run for n Pods: each encoding's
+// implementations, each with every phase; with side, the side-by-side
+// process too, once per encoding of memSideEncodings (its rounds are
+// within). Only the implementations KREFLECTOR_MEMBENCH_IMPLS asks for
+// run, in every encoding and in the side-by-side process.
+func memConfigs(dir string, n int, side bool) []memChildConfig {
+	var cfgs []memChildConfig
+	for _, e := range memEncodings {
+		for _, impl := range e.impls {
+			if memImplWanted(impl) {
+				cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: e.name, Dir: dir})
+			}
+		}
 	}
-	if side {
-		for _, enc := range []string{"json", "protobuf"} {
-			cfgs = append(cfgs, memChildConfig{Impl: memSideImpl, N: n, Encoding: enc, Dir: dir, SideBySide: true})
+	var wanted []string
+	for _, impl := range memImplOrder {
+		if memImplWanted(impl) {
+			wanted = append(wanted, impl)
+		}
+	}
+	if side && len(wanted) > 0 {
+		for _, enc := range memSideEncodings {
+			cfgs = append(cfgs, memChildConfig{Impl: memSideImpl, N: n, Encoding: enc, Dir: dir, SideBySide: true, SideImpls: wanted})
 		}
 	}
 	return cfgs
@@ -146,6 +222,83 @@ func memConfigs(dir string, n int, side bool) []memChildConfig {
 func memImplWanted(impl string) bool {
 	list := os.Getenv("KREFLECTOR_MEMBENCH_IMPLS")
 	return list == "" || slices.Contains(strings.Split(list, ","), impl)
+}
+
+// checkMemImplsEnv says which name of KREFLECTOR_MEMBENCH_IMPLS is no
+// implementation, if one is not (a misspelt name would leave its rows
+// out without a word).
+func checkMemImplsEnv() error {
+	list := os.Getenv("KREFLECTOR_MEMBENCH_IMPLS")
+	if list == "" {
+		return nil
+	}
+	for _, impl := range strings.Split(list, ",") {
+		if !slices.Contains(memImplOrder, impl) {
+			return fmt.Errorf("KREFLECTOR_MEMBENCH_IMPLS: no implementation %q (there are %s)", impl, strings.Join(memImplOrder, ", "))
+		}
+	}
+	return nil
+}
+
+func TestMemConfigs(t *testing.T) {
+	count := func(cfgs []memChildConfig) map[string][]string {
+		got := map[string][]string{}
+		for _, c := range cfgs {
+			if c.N != 3 || c.Dir != "d" {
+				t.Errorf("config %+v: not for 3 Pods in d", c)
+			}
+			if c.SideBySide {
+				got["side "+c.Encoding] = c.SideImpls
+			} else {
+				got[c.Encoding] = append(got[c.Encoding], c.Impl)
+			}
+		}
+		return got
+	}
+	t.Setenv("KREFLECTOR_MEMBENCH_IMPLS", "")
+	got := count(memConfigs("d", 3, true))
+	want := map[string][]string{
+		"json":          memImplOrder,
+		"protobuf":      {"client-go", "kreflector", "kreflector+compact", "kreflector+compact+lean"},
+		"unstructured":  {"client-go", "kreflector", "kreflector+compact", "kreflector+compact+lean"},
+		"side json":     memImplOrder,
+		"side protobuf": memImplOrder,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("every implementation:\n%v\nwant\n%v", got, want)
+	}
+	if got := count(memConfigs("d", 3, false)); got["side json"] != nil || got["side protobuf"] != nil {
+		t.Errorf("a side-by-side process without side: %v", got)
+	}
+	t.Setenv("KREFLECTOR_MEMBENCH_IMPLS", "kreflector+compact,client-go")
+	got = count(memConfigs("d", 3, true))
+	pair := []string{"client-go", "kreflector+compact"}
+	want = map[string][]string{"json": pair, "protobuf": pair, "unstructured": pair, "side json": pair, "side protobuf": pair}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("KREFLECTOR_MEMBENCH_IMPLS=%s:\n%v\nwant\n%v", os.Getenv("KREFLECTOR_MEMBENCH_IMPLS"), got, want)
+	}
+	if err := checkMemImplsEnv(); err != nil {
+		t.Error(err)
+	}
+	t.Setenv("KREFLECTOR_MEMBENCH_IMPLS", "kreflector+share")
+	if got := count(memConfigs("d", 3, true)); fmt.Sprint(got) != fmt.Sprint(map[string][]string{
+		"json": {"kreflector+share"}, "side json": {"kreflector+share"}, "side protobuf": {"kreflector+share"}}) {
+		t.Errorf("kreflector+share alone: %v", got)
+	}
+	t.Setenv("KREFLECTOR_MEMBENCH_IMPLS", "client-go,kreflector+compcat")
+	if err := checkMemImplsEnv(); err == nil || !strings.Contains(err.Error(), "compcat") {
+		t.Errorf("a misspelt implementation: %v", err)
+	}
+	for _, e := range memEncodings {
+		for _, impl := range e.impls {
+			if memImpls[impl] == nil {
+				t.Errorf("%s: no implementation %q", e.name, impl)
+			}
+		}
+		if memEncodingOf(e.name) == nil || memCodecOf(e.name).file == "" {
+			t.Errorf("encoding %q: not found, or no page files", e.name)
+		}
+	}
 }
 
 func writeAllMemPages(dir string, sizes []int) error {

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
@@ -40,16 +43,14 @@ const (
 type memChildConfig struct {
 	Impl     string // one of memImpls
 	N        int    // Pods
-	Encoding string // "json" or "protobuf"
+	Encoding string // one of memEncodings: "json", "protobuf" or "unstructured"
 	Dir      string // where the page files are
-	// TimeOnly: only the decoding and sync-time phases (the protobuf
-	// runs, which answer how much the encoding changes the sync time).
-	TimeOnly bool
 	// Metadata: the metadata-only benchmark's process (memmeta_test.go).
 	Metadata bool `json:",omitempty"`
-	// SideBySide: every implementation in turn in this one process,
-	// timed (memside_test.go); Impl is memSideImpl.
+	// SideBySide: the implementations of SideImpls in turn in this one
+	// process, timed (memside_test.go); Impl is memSideImpl.
 	SideBySide bool
+	SideImpls  []string `json:",omitempty"`
 }
 
 // memSideImpl names the side-by-side process among the implementations.
@@ -81,40 +82,85 @@ type memResult struct {
 	Side map[string]*memSideTimes `json:",omitempty"`
 }
 
-// memImpls are the informers compared, by name.
-var memImpls = map[string]func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer{
-	"client-go": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return clientgocache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, memIndexers())
+// memImpls are the informers compared, by name, each built for objects
+// of objType's type (a *corev1.Pod, or an *unstructured.Unstructured as a
+// dynamic informer's).
+var memImpls = map[string]func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer{
+	"client-go": func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer {
+		return clientgocache.NewSharedIndexInformer(lw, objType, 0, memIndexers())
 	},
-	"kreflector": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, cache.ReflectorOptions{})
+	"kreflector": func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer {
+		return memOurs(lw, objType, cache.ReflectorOptions{})
 	},
-	"kreflector+share": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, cache.ReflectorOptions{ShareStrings: true})
+	"kreflector+share": func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer {
+		return memOurs(lw, objType, cache.ReflectorOptions{ShareStrings: true})
 	},
-	"kreflector+lean": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, cache.ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
+	"kreflector+lean": func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer {
+		return memOurs(lw, objType, cache.ReflectorOptions{ShareStrings: true, ShareMaps: true, DropManagedFields: true})
 	},
-	"kreflector+compact": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, cache.ReflectorOptions{Compact: &cache.CompactOptions{}})
+	"kreflector+compact": func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer {
+		return memOurs(lw, objType, cache.ReflectorOptions{Compact: &cache.CompactOptions{}})
 	},
 	// Sharing has nothing to share in bytes; managedFields are left out
 	// of every record.
-	"kreflector+compact+lean": func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
-		return memOurs(lw, cache.ReflectorOptions{Compact: &cache.CompactOptions{}, DropManagedFields: true})
+	"kreflector+compact+lean": func(lw clientgocache.ListerWatcher, objType apiruntime.Object) clientgocache.SharedIndexInformer {
+		return memOurs(lw, objType, cache.ReflectorOptions{Compact: &cache.CompactOptions{}, DropManagedFields: true})
 	},
+}
+
+// memInformer is impl's constructor for the objects of encoding: typed
+// Pods, or unstructured ones for "unstructured".
+func memInformer(impl, encoding string) func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
+	build, newObj := memImpls[impl], memCodecOf(encoding).newObj
+	return func(lw clientgocache.ListerWatcher) clientgocache.SharedIndexInformer { return build(lw, newObj()) }
 }
 
 func memIndexers() clientgocache.Indexers {
 	return clientgocache.Indexers{clientgocache.NamespaceIndex: clientgocache.MetaNamespaceIndexFunc}
 }
 
-func memOurs(lw clientgocache.ListerWatcher, o cache.ReflectorOptions) clientgocache.SharedIndexInformer {
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, memIndexers())
+func memOurs(lw clientgocache.ListerWatcher, objType apiruntime.Object, o cache.ReflectorOptions) clientgocache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformer(lw, objType, 0, memIndexers())
 	if err := inf.(cache.ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 		panic(err)
 	}
 	return inf
+}
+
+// memCodec is how the objects of one of memEncodings travel: enc encodes
+// a Pod as the server sends it (a watch event's object), dec decodes
+// what the server sent as the informer's client would, into a new
+// newList (a LIST page) or newObj (a watch event's object, and the
+// informer's object type). file is the encoding of the page files read.
+type memCodec struct {
+	file    string
+	enc     apiruntime.Encoder
+	dec     apiruntime.Decoder
+	newList func() apiruntime.Object
+	newObj  func() apiruntime.Object
+}
+
+// memCodecOf is encoding's codec: "json" and "protobuf" decode typed
+// Pods as a clientset does (internal/podgen's codecs); "unstructured"
+// decodes the JSON pages and events into unstructured objects, as
+// client-go's dynamic client does (into an *unstructured.UnstructuredList
+// for a LIST, whose items get the list's apiVersion and kind; a watch
+// event's object carries its own, which its encoder writes as
+// kube-apiserver does, and without which it would not decode).
+func memCodecOf(encoding string) memCodec {
+	if encoding == "unstructured" {
+		enc, _ := podgen.Codec("json")
+		enc = scheme.Codecs.EncoderForVersion(enc, corev1.SchemeGroupVersion)
+		return memCodec{file: "json", enc: enc, dec: unstructured.UnstructuredJSONScheme,
+			newList: func() apiruntime.Object { return &unstructured.UnstructuredList{} },
+			newObj:  func() apiruntime.Object { return &unstructured.Unstructured{} },
+		}
+	}
+	enc, dec := podgen.Codec(encoding)
+	return memCodec{file: encoding, enc: enc, dec: dec,
+		newList: func() apiruntime.Object { return &corev1.PodList{} },
+		newObj:  func() apiruntime.Object { return &corev1.Pod{} },
+	}
 }
 
 // TestMemChild is one process of BenchmarkMemorySideBySide; it skips
@@ -144,14 +190,16 @@ func runMemChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
 	if cfg.Metadata {
 		return runMetaChild(ctx, cfg)
 	}
-	newInf, ok := memImpls[cfg.Impl]
-	if !ok && !cfg.SideBySide {
+	if _, ok := memImpls[cfg.Impl]; !ok && !cfg.SideBySide {
 		return nil, fmt.Errorf("membench: no implementation %q", cfg.Impl)
 	}
-	_, dec := podgen.Codec(cfg.Encoding)
+	if memEncodingOf(cfg.Encoding) == nil {
+		return nil, fmt.Errorf("membench: no encoding %q", cfg.Encoding)
+	}
+	codec := memCodecOf(cfg.Encoding)
 	var versions [memVersions]*memPages
 	for v := range versions {
-		p, err := openMemPages(memPagesPath(cfg.Dir, cfg.N, v, cfg.Encoding))
+		p, err := openMemPages(memPagesPath(cfg.Dir, cfg.N, v, codec.file))
 		if err != nil {
 			return nil, err
 		}
@@ -160,20 +208,21 @@ func runMemChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
 	}
 	res := &memResult{memChildConfig: cfg}
 	if cfg.SideBySide {
-		return res, timeSideBySide(ctx, res, dec, versions[memInitial])
+		return res, timeSideBySide(ctx, res, codec, versions[memInitial])
 	}
-	if err := measureDecode(res, dec, versions[memInitial]); err != nil {
+	if err := measureDecode(res, codec, versions[memInitial]); err != nil {
 		return nil, err
 	}
-	lw := newMemLW(dec, versions[memInitial])
-	if err := timedSync(ctx, res, lw, newInf); err != nil || cfg.TimeOnly {
+	lw := newMemLW(codec, versions[memInitial])
+	newInf := memInformer(cfg.Impl, cfg.Encoding)
+	if err := timedSync(ctx, res, lw, newInf); err != nil {
 		return res, err
 	}
 	return res, memoryPhases(ctx, res, lw, newInf, versions)
 }
 
 // measureDecode decodes up to 20 pages, nothing else running.
-func measureDecode(res *memResult, dec apiruntime.Decoder, pages *memPages) error {
+func measureDecode(res *memResult, codec memCodec, pages *memPages) error {
 	n := min(20, len(pages.offs))
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -185,11 +234,11 @@ func measureDecode(res *memResult, dec apiruntime.Decoder, pages *memPages) erro
 		if err != nil {
 			return err
 		}
-		obj, _, err := dec.Decode(b, nil, &corev1.PodList{})
+		obj, _, err := codec.dec.Decode(b, nil, codec.newList())
 		if err != nil {
 			return err
 		}
-		pods += len(obj.(*corev1.PodList).Items)
+		pods += apimeta.LenList(obj)
 	}
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
@@ -335,4 +384,71 @@ func parseMemSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// The child's phases run, in process and at a small size, for the
+// implementations of the encodings other than JSON: protobuf, and
+// unstructured objects decoded from the JSON pages, whose informers hold
+// *unstructured.Unstructured (relists are checked by their
+// resourceVersions, as for typed Pods).
+func TestMemChildEncodings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("syncs informers of 507 Pods some 15 times")
+	}
+	dir := t.TempDir()
+	const n = memPageSize + 7
+	if err := writeAllMemPages(dir, []int{n}); err != nil {
+		t.Fatal(err)
+	}
+	// Each child takes seconds (two relists, each after a Reflector's
+	// backoff; a thousand watch events): two of them stand for the rest.
+	for _, c := range []struct{ enc, impl string }{
+		{"protobuf", "kreflector+compact+lean"},
+		{"unstructured", "kreflector+compact"},
+	} {
+		res, err := runMemChild(t.Context(), memChildConfig{Impl: c.impl, N: n, Encoding: c.enc, Dir: dir})
+		if err != nil {
+			t.Fatalf("%s, %s: %v", c.enc, c.impl, err)
+		}
+		if res.DecodeNsPerPod <= 0 || res.SyncSeconds <= 0 || res.EventNs <= 0 || res.DecodedEventNs <= 0 || res.SyncedHeap == 0 {
+			t.Errorf("%s, %s: a phase measured nothing: %+v", c.enc, c.impl, res)
+		}
+	}
+	codec := memCodecOf("unstructured")
+	pages, err := openMemPages(memPagesPath(dir, n, memInitial, codec.file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pages.close()
+	for _, impl := range memEncodingOf("unstructured").impls {
+		r, err := startMemRun(t.Context(), newMemLW(codec, pages), memInformer(impl, "unstructured"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := memPod(memInitial, n, n-1)
+		err = r.waitSynced(n)
+		var obj any
+		if err == nil {
+			obj, _, err = r.inf.GetStore().GetByKey(p.Namespace + "/" + p.Name)
+		}
+		r.stop()
+		if err != nil {
+			t.Fatalf("unstructured, %s: %v", impl, err)
+		}
+		wantManaged := len(p.ManagedFields)
+		if strings.HasSuffix(impl, "+lean") { // DropManagedFields
+			wantManaged = 0
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			t.Errorf("unstructured, %s: the last Pod is held as a %T", impl, obj)
+			continue
+		}
+		if u.GetAPIVersion() != "v1" || u.GetKind() != "Pod" || u.GetUID() != p.UID || len(u.GetManagedFields()) != wantManaged {
+			t.Errorf("unstructured, %s: the last Pod is held as %v", impl, u.Object)
+		}
+		if c, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers"); len(c) != len(p.Spec.Containers) {
+			t.Errorf("unstructured, %s: %d containers, want %d", impl, len(c), len(p.Spec.Containers))
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,13 +15,14 @@ import (
 // memLW is the memory benchmarks' ListerWatcher, the same for every
 // implementation: a LIST answers the requested page of the current
 // version, read from its page source (a file, or one page in memory) and
-// decoded afresh (as a typed client
-// decodes a response); a watch is handed to the benchmark, which decides
-// what it delivers. It does not offer WatchList, so both informers LIST.
+// decoded afresh (as a client decodes a response: typed, unstructured or
+// metadata-only, as its codec says); a watch is handed to the benchmark,
+// which decides what it delivers. It does not offer WatchList, so both
+// informers LIST.
 type memLW struct {
 	dec apiruntime.Decoder
-	// newList returns what a page decodes into: a PodList, unless set
-	// otherwise (a PartialObjectMetadataList for the metadata benchmark).
+	// newList returns what a page decodes into: a PodList, an
+	// UnstructuredList, a PartialObjectMetadataList.
 	newList func() apiruntime.Object
 
 	mu    sync.Mutex
@@ -31,9 +31,10 @@ type memLW struct {
 	opened chan *memWatch
 }
 
-func newMemLW(dec apiruntime.Decoder, pages pageSource) *memLW {
-	return &memLW{dec: dec, pages: pages, opened: make(chan *memWatch, 64),
-		newList: func() apiruntime.Object { return &corev1.PodList{} }}
+// newMemLW answers LISTs from pages, decoded by codec's decoder into
+// its newList.
+func newMemLW(codec memCodec, pages pageSource) *memLW {
+	return &memLW{dec: codec.dec, newList: codec.newList, pages: pages, opened: make(chan *memWatch, 64)}
 }
 
 // serve makes later LISTs answer from pages.

@@ -62,7 +62,7 @@ func BenchmarkMetadataMemory(b *testing.B) {
 	}
 	for _, n := range sizes {
 		fmt.Printf("\n%d Pods' metadata (PartialObjectMetadata, JSON), medians of %d processes per implementation:\n\n", n, runs)
-		printMemTable(os.Stdout, n, metaRows, all)
+		printMemTable(os.Stdout, n, "json", memColumns(all, "json", n, memImplOrder), metaRows, all)
 	}
 }
 
@@ -116,8 +116,7 @@ func runMetaChild(ctx context.Context, cfg memChildConfig) (*memResult, error) {
 		return nil, err
 	}
 	defer pages.close()
-	lw := newMemLW(metaDecoder(), pages)
-	lw.newList = func() apiruntime.Object { return &metav1.PartialObjectMetadataList{} }
+	lw := newMemLW(metaCodec(), pages)
 	newInf := func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer { return build(metaClient{lw}) }
 	res := &memResult{memChildConfig: cfg}
 	if err := timedSync(ctx, res, lw, newInf); err != nil {
@@ -148,6 +147,15 @@ func checkMetaSynced(s clientgocache.Store, n int) error {
 		return fmt.Errorf("metabench: the last Pod is held as %#v", obj)
 	}
 	return nil
+}
+
+// metaCodec decodes pages as client-go's metadata client does (see
+// metaDecoder) into PartialObjectMetadataLists.
+func metaCodec() memCodec {
+	return memCodec{file: "json", dec: metaDecoder(),
+		newList: func() apiruntime.Object { return &metav1.PartialObjectMetadataList{} },
+		newObj:  func() apiruntime.Object { return &metav1.PartialObjectMetadata{} },
+	}
 }
 
 // metaDecoder decodes JSON as client-go's metadata client does: its
@@ -252,8 +260,7 @@ func TestMetaPages(t *testing.T) {
 		t.Fatalf("the last page continues: %q", l.Continue)
 	}
 	for _, impl := range memImplOrder {
-		lw := newMemLW(metaDecoder(), pages)
-		lw.newList = func() apiruntime.Object { return &metav1.PartialObjectMetadataList{} }
+		lw := newMemLW(metaCodec(), pages)
 		r, err := startMemRun(t.Context(), lw, func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer {
 			return metaImpls[impl](metaClient{lw})
 		})

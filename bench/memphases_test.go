@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgocache "k8s.io/client-go/tools/cache"
@@ -127,7 +127,8 @@ func memRelist(r *memRun, lw *memLW, w *memWatch, pages *memPages, n, v int, bas
 }
 
 // checkMemRelisted checks that the store holds n Pods at version v's
-// resourceVersions, as the relist should have left it.
+// resourceVersions, as the relist should have left it (typed or
+// unstructured).
 func checkMemRelisted(s clientgocache.Store, n, v int) error {
 	if got := len(s.ListKeys()); got != n {
 		return fmt.Errorf("membench: the store holds %d Pods after the relist, want %d", got, n)
@@ -138,7 +139,11 @@ func checkMemRelisted(s clientgocache.Store, n, v int) error {
 		if err != nil || !ok {
 			return fmt.Errorf("membench: Pod %d missing after the relist (%v)", i, err)
 		}
-		if got, want := obj.(*corev1.Pod).ResourceVersion, strconv.Itoa(memPodRV(v, n, i)); got != want {
+		m, err := apimeta.Accessor(obj)
+		if err != nil {
+			return fmt.Errorf("membench: Pod %d is held as a %T: %w", i, obj, err)
+		}
+		if got, want := m.GetResourceVersion(), strconv.Itoa(memPodRV(v, n, i)); got != want {
 			return fmt.Errorf("membench: Pod %d at RV %s after the relist, want %s", i, got, want)
 		}
 	}
@@ -176,8 +181,7 @@ func watchEvents(res *memResult, r *memRun, w *memWatch) error {
 	if events, err = encodedEvents(res, m, rv+m); err != nil {
 		return err
 	}
-	_, dec := podgen.Codec(res.Encoding)
-	t, err = timeEvents(r, m, sendDecoded(w, dec, events))
+	t, err = timeEvents(r, m, sendDecoded(w, memCodecOf(res.Encoding), events))
 	res.DecodedEventNs, res.DecodedEventCPUNs = t.ns, t.cpuNs
 	return err
 }
@@ -189,9 +193,10 @@ type memEvent struct {
 }
 
 // encodedEvents encodes Pods 0..m-1 at resourceVersions from rv on, past
-// every version the LISTs served.
+// every version the LISTs served, as the server sends them in
+// res.Encoding (JSON for unstructured).
 func encodedEvents(res *memResult, m, rv int) ([]memEvent, error) {
-	enc, _ := podgen.Codec(res.Encoding)
+	enc := memCodecOf(res.Encoding).enc
 	events := make([]memEvent, m)
 	for i := range events {
 		var buf bytes.Buffer
@@ -203,11 +208,12 @@ func encodedEvents(res *memResult, m, rv int) ([]memEvent, error) {
 	return events, nil
 }
 
-// decodeAll decodes each event's bytes into its obj.
+// decodeAll decodes each event's bytes into its obj, as the informer's
+// client decodes them: a Pod, or an unstructured object.
 func decodeAll(res *memResult, events []memEvent) error {
-	_, dec := podgen.Codec(res.Encoding)
+	codec := memCodecOf(res.Encoding)
 	for i := range events {
-		obj, _, err := dec.Decode(events[i].raw, nil, &corev1.Pod{})
+		obj, _, err := codec.dec.Decode(events[i].raw, nil, codec.newObj())
 		if err != nil {
 			return err
 		}

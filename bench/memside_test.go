@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -35,22 +33,29 @@ type memSideTimes struct {
 	EventElsewhere []float64
 }
 
-// timeSideBySide runs memSideRounds(res.N) rounds in which each implementation in
-// turn (the order turning each round) syncs res.N Pods from pages and then
+// timeSideBySide runs memSideRounds(res.N) rounds in which each implementation
+// of res.SideImpls in turn (the order turning each round) syncs res.N Pods
+// from pages and then
 // takes MODIFIED watch events decoded from bytes on the sending
 // goroutine, as a client's watch decoder does; at the default GOGC, one
 // informer alive at a time.
-func timeSideBySide(ctx context.Context, res *memResult, dec apiruntime.Decoder, pages *memPages) error {
+func timeSideBySide(ctx context.Context, res *memResult, codec memCodec, pages *memPages) error {
 	res.Side = map[string]*memSideTimes{}
+	impls := res.SideImpls
+	for _, impl := range impls {
+		if _, ok := memImpls[impl]; !ok {
+			return fmt.Errorf("membench: no implementation %q", impl)
+		}
+	}
 	for round := range memSideRounds(res.N) {
-		for k := range memImplOrder {
-			impl := memImplOrder[(k+round)%len(memImplOrder)]
+		for k := range impls {
+			impl := impls[(k+round)%len(impls)]
 			t := res.Side[impl]
 			if t == nil {
 				t = &memSideTimes{}
 				res.Side[impl] = t
 			}
-			if err := sideTurn(ctx, res, dec, pages, impl, t); err != nil {
+			if err := sideTurn(ctx, res, codec, pages, impl, t); err != nil {
 				return fmt.Errorf("%s, round %d: %w", impl, round, err)
 			}
 		}
@@ -59,11 +64,11 @@ func timeSideBySide(ctx context.Context, res *memResult, dec apiruntime.Decoder,
 }
 
 // sideTurn is one implementation's turn: a timed sync, then timed events.
-func sideTurn(ctx context.Context, res *memResult, dec apiruntime.Decoder, pages *memPages, impl string, t *memSideTimes) error {
-	lw := newMemLW(dec, pages)
+func sideTurn(ctx context.Context, res *memResult, codec memCodec, pages *memPages, impl string, t *memSideTimes) error {
+	lw := newMemLW(codec, pages)
 	runtime.GC()
 	start := time.Now()
-	r, err := startMemRun(ctx, lw, memImpls[impl])
+	r, err := startMemRun(ctx, lw, memInformer(impl, res.Encoding))
 	if err != nil {
 		return err
 	}
@@ -77,7 +82,7 @@ func sideTurn(ctx context.Context, res *memResult, dec apiruntime.Decoder, pages
 	if err != nil {
 		return err
 	}
-	ev, err := timeEvents(r, m, sendDecoded(<-lw.opened, dec, events))
+	ev, err := timeEvents(r, m, sendDecoded(<-lw.opened, codec, events))
 	if err != nil {
 		return err
 	}
@@ -86,12 +91,13 @@ func sideTurn(ctx context.Context, res *memResult, dec apiruntime.Decoder, pages
 	return nil
 }
 
-// sendDecoded returns a sender that decodes each event's bytes and sends
-// it on w as a MODIFIED event.
-func sendDecoded(w *memWatch, dec apiruntime.Decoder, events []memEvent) func() {
+// sendDecoded returns a sender that decodes each event's bytes as codec
+// says (a Pod, or an unstructured object) and sends it on w as a
+// MODIFIED event.
+func sendDecoded(w *memWatch, codec memCodec, events []memEvent) func() {
 	return func() {
 		for _, ev := range events {
-			obj, _, err := dec.Decode(ev.raw, nil, &corev1.Pod{})
+			obj, _, err := codec.dec.Decode(ev.raw, nil, codec.newObj())
 			if err != nil {
 				panic(err) // encoded by this process a moment ago
 			}

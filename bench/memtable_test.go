@@ -41,15 +41,29 @@ var memRows = []memRow{
 	{"… CPU", func(r memResult) float64 { return r.DecodedEventCPUNs }, "%.0f ns", true},
 }
 
-// printMemTables writes, for each size, the JSON table, the encodings'
-// table and the goals.
+// memEncodingTitles name the encodings in the tables' titles.
+var memEncodingTitles = map[string]string{
+	"json":         "JSON",
+	"protobuf":     "protobuf",
+	"unstructured": "unstructured (JSON pages and events decoded as client-go's dynamic client decodes them)",
+}
+
+// printMemTables writes, for each size, a table per encoding (its
+// implementations that ran), the encodings' table, the side-by-side
+// tables and the goals.
 func printMemTables(w io.Writer, sizes []int, runs int, all map[memKey][]memResult) {
 	for _, n := range sizes {
-		fmt.Fprintf(w, "\n%d Pods, JSON, medians of %d processes per implementation:\n\n", n, runs)
-		printMemTable(w, n, memRows, all)
+		for _, e := range memEncodings {
+			impls := memColumns(all, e.name, n, e.impls)
+			if len(impls) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "\n%d Pods, %s, medians of %d processes per implementation:\n\n", n, memEncodingTitles[e.name], runs)
+			printMemTable(w, n, e.name, impls, memRows, all)
+		}
 		fmt.Fprintf(w, "\n%d Pods, the encoding (decoding 20 pages alone; sync time at GOGC 100):\n\n", n)
 		printEncodingTable(w, n, all)
-		for _, enc := range []string{"json", "protobuf"} {
+		for _, enc := range memSideEncodings {
 			fmt.Fprintf(w, "\n%d Pods, %s, times in one process, the implementations in turn, medians of %d rounds:\n\n", n, enc, memSideRounds(n))
 			printSideTable(w, sideOf(all, enc, n))
 		}
@@ -60,15 +74,27 @@ func printMemTables(w io.Writer, sizes []int, runs int, all map[memKey][]memResu
 	}
 }
 
-// printMemTable prints rows of the JSON runs of n objects: medians, and
-// ratios to client-go's where a row asks.
-func printMemTable(w io.Writer, n int, rows []memRow, all map[memKey][]memResult) {
-	fmt.Fprintf(w, "| |%s|\n|---|%s\n", strings.Join(memImplOrder, "|"), strings.Repeat("---:|", len(memImplOrder)))
+// memColumns are those of impls that have results for enc and n.
+func memColumns(all map[memKey][]memResult, enc string, n int, impls []string) []string {
+	var out []string
+	for _, impl := range impls {
+		if len(all[memKey{impl, enc, n}]) > 0 {
+			out = append(out, impl)
+		}
+	}
+	return out
+}
+
+// printMemTable prints rows of the runs of n objects in enc, a column
+// per implementation of impls: medians, and where a row asks, ratios to
+// client-go's in the same encoding (none if client-go's did not run).
+func printMemTable(w io.Writer, n int, enc string, impls []string, rows []memRow, all map[memKey][]memResult) {
+	fmt.Fprintf(w, "| |%s|\n|---|%s\n", strings.Join(impls, "|"), strings.Repeat("---:|", len(impls)))
 	for _, row := range rows {
 		cells := []string{row.label}
-		base := median(all[memKey{"client-go", "json", n}], row.get)
-		for _, impl := range memImplOrder {
-			v := median(all[memKey{impl, "json", n}], row.get)
+		base := median(all[memKey{"client-go", enc, n}], row.get)
+		for _, impl := range impls {
+			v := median(all[memKey{impl, enc, n}], row.get)
 			cell := fmt.Sprintf(row.format, v)
 			if row.ratio && impl != "client-go" && base != 0 {
 				cell += fmt.Sprintf(" (%.2fx)", v/base)
@@ -79,13 +105,18 @@ func printMemTable(w io.Writer, n int, rows []memRow, all map[memKey][]memResult
 	}
 }
 
+// printEncodingTable prints, for each implementation that runs in every
+// encoding, one line per encoding it ran in.
 func printEncodingTable(w io.Writer, n int, all map[memKey][]memResult) {
 	fmt.Fprintln(w, "| | decode per Pod | allocated per Pod | sync time |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|")
-	for _, impl := range memImplOrder[:2] {
-		for _, enc := range []string{"json", "protobuf"} {
-			rs := all[memKey{impl, enc, n}]
-			fmt.Fprintf(w, "| %s, %s | %.1f µs | %.0f B | %.2f s |\n", impl, enc,
+	for _, impl := range memCompactRows {
+		for _, e := range memEncodings {
+			rs := all[memKey{impl, e.name, n}]
+			if len(rs) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| %s, %s | %.1f µs | %.0f B | %.2f s |\n", impl, e.name,
 				median(rs, func(r memResult) float64 { return r.DecodeNsPerPod / 1000 }),
 				median(rs, func(r memResult) float64 { return r.DecodeBPerPod }),
 				median(rs, func(r memResult) float64 { return r.SyncSeconds }))
@@ -117,22 +148,37 @@ var sideRows = []struct {
 	{"… cores other processes took meanwhile", "%.2f", func(t *memSideTimes) []float64 { return t.EventElsewhere }, true},
 }
 
-// printSideTable prints medians with each one's ratio to client-go's and,
-// for the options, to our default's.
+// printSideTable prints, for each implementation that took turns,
+// medians with each one's ratio to client-go's and, for the options, to
+// our default's (to client-go's if ours did not take turns).
 func printSideTable(w io.Writer, side map[string]*memSideTimes) {
-	fmt.Fprintf(w, "| |%s|\n|---|%s\n", strings.Join(memImplOrder, "|"), strings.Repeat("---:|", len(memImplOrder)))
+	var impls []string
+	for _, impl := range memImplOrder {
+		if side[impl] != nil {
+			impls = append(impls, impl)
+		}
+	}
+	if len(impls) == 0 {
+		fmt.Fprintln(w, "(no implementation took turns)")
+		return
+	}
+	fmt.Fprintf(w, "| |%s|\n|---|%s\n", strings.Join(impls, "|"), strings.Repeat("---:|", len(impls)))
 	for _, row := range sideRows {
 		cells := []string{row.label}
 		cg, ours := sideMedian(side, "client-go", row.get), sideMedian(side, "kreflector", row.get)
-		for _, impl := range memImplOrder {
+		for _, impl := range impls {
 			v := sideMedian(side, impl, row.get)
 			cell := fmt.Sprintf(row.format, v)
 			switch {
-			case row.plain:
-			case impl == "kreflector" && cg != 0:
-				cell += fmt.Sprintf(" (%.3fx client-go's)", v/cg)
-			case impl != "client-go" && ours != 0:
+			case row.plain, impl == "client-go":
+			case impl == "kreflector":
+				if cg != 0 {
+					cell += fmt.Sprintf(" (%.3fx client-go's)", v/cg)
+				}
+			case ours != 0:
 				cell += fmt.Sprintf(" (%.3fx ours)", v/ours)
+			case cg != 0: // our default did not take turns
+				cell += fmt.Sprintf(" (%.3fx client-go's)", v/cg)
 			}
 			cells = append(cells, cell)
 		}
@@ -212,6 +258,12 @@ func memGoals(n int, all map[memKey][]memResult) []string {
 	}
 	var out []string
 	for _, g := range goals {
+		if !(g.ratio > 0) || math.IsInf(g.ratio, 0) {
+			// A figure is missing: an implementation the goal compares
+			// did not run (KREFLECTOR_MEMBENCH_IMPLS).
+			out = append(out, fmt.Sprintf("- %s: not measured (goal ≤ %.2f)", g.what, g.bound))
+			continue
+		}
 		verdict := "met"
 		if !(g.ratio <= g.bound) {
 			verdict = "NOT met"
@@ -219,6 +271,34 @@ func memGoals(n int, all map[memKey][]memResult) []string {
 		out = append(out, fmt.Sprintf("- %s: %.3f (goal ≤ %.2f): %s", g.what, g.ratio, g.bound, verdict))
 	}
 	return out
+}
+
+// A goal whose implementations did not all run says so, rather than
+// being met by a ratio of 0 or missed by one of NaN.
+func TestMemGoalsNotMeasured(t *testing.T) {
+	const n = 10
+	r := memResult{HeapPerObject: 100, SyncedHeap: 1000, SyncPeak: 1000, FewChangedPeak: 1100, AllChangedPeak: 1500, EventCPUNs: 10}
+	all := map[memKey][]memResult{{"client-go", "json", n}: {r}, {"kreflector", "json", n}: {r}}
+	goals := memGoals(n, all)
+	for _, g := range goals {
+		switch {
+		case strings.HasPrefix(g, "- default: relist peak (5% changed) / synced heap:"):
+			if want := "- default: relist peak (5% changed) / synced heap: 1.100 (goal ≤ 1.25): met"; g != want {
+				t.Errorf("%s\nwant\n%s", g, want)
+			}
+		case strings.HasPrefix(g, "- default: heap per object / client-go's:"):
+			if want := "- default: heap per object / client-go's: 1.000 (goal ≤ 1.02): met"; g != want {
+				t.Errorf("%s\nwant\n%s", g, want)
+			}
+		case strings.HasPrefix(g, "- ShareStrings: heap per object / client-go's:"), strings.Contains(g, "one process"):
+			if !strings.Contains(g, ": not measured (goal ≤ ") {
+				t.Errorf("without its implementation's figures: %s", g)
+			}
+		}
+	}
+	if len(goals) != 14 {
+		t.Errorf("%d goals, want 14", len(goals))
+	}
 }
 
 // A paired ratio compares turns of the same round: here the first round
@@ -239,5 +319,80 @@ func TestSidePairedRatio(t *testing.T) {
 	}
 	if got := sidePairedRatio(side, "a", "missing", wall); got != 0 {
 		t.Errorf("paired ratio with no figures %v, want 0", got)
+	}
+}
+
+// Each encoding has a table of its own, whose columns are the
+// implementations that ran in it and whose ratios are to client-go's
+// figure in the same encoding; the encodings' table lists what ran.
+func TestPrintMemTablesEncodings(t *testing.T) {
+	const n = 100
+	heap := func(kib float64) []memResult {
+		return []memResult{{HeapPerObject: kib * 1024, SyncedHeap: mib, SyncSeconds: 1}}
+	}
+	all := map[memKey][]memResult{
+		{"client-go", "json", n}:                  heap(13),
+		{"kreflector+compact", "json", n}:         heap(2),
+		{"client-go", "protobuf", n}:              heap(10),
+		{"kreflector+compact", "protobuf", n}:     heap(2),
+		{"kreflector+compact", "unstructured", n}: heap(3),
+		{"client-go", "unstructured", n}:          heap(30),
+		{"kreflector", "unstructured", n}:         heap(33),
+	}
+	var b strings.Builder
+	printMemTables(&b, []int{n}, 1, all)
+	out := b.String()
+	for _, want := range []string{
+		"100 Pods, JSON, medians of 1 processes per implementation:\n\n| |client-go|kreflector+compact|\n|---|---:|---:|\n" +
+			"| heap per Pod after sync | 13.00 KiB | 2.00 KiB (0.15x) |",
+		"100 Pods, protobuf, medians of 1 processes per implementation:\n\n| |client-go|kreflector+compact|\n|---|---:|---:|\n" +
+			"| heap per Pod after sync | 10.00 KiB | 2.00 KiB (0.20x) |",
+		"100 Pods, unstructured (JSON pages and events decoded as client-go's dynamic client decodes them), medians of 1 processes per implementation:\n\n" +
+			"| |client-go|kreflector|kreflector+compact|\n|---|---:|---:|---:|\n" +
+			"| heap per Pod after sync | 30.00 KiB | 33.00 KiB (1.10x) | 3.00 KiB (0.10x) |",
+		"| client-go, unstructured | 0.0 µs | 0 B | 1.00 s |\n| kreflector, unstructured |",
+		"| kreflector+compact, json |",
+		"| kreflector+compact, protobuf |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no\n%s\nin\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| kreflector, json |") || strings.Contains(out, "kreflector+share") {
+		t.Errorf("an implementation that did not run is printed:\n%s", out)
+	}
+	// Without client-go's figure, no ratios.
+	delete(all, memKey{"client-go", "protobuf", n})
+	b.Reset()
+	printMemTable(&b, n, "protobuf", memColumns(all, "protobuf", n, memCompactRows), memRows[:1], all)
+	if want := "| |kreflector+compact|\n|---|---:|\n| heap per Pod after sync | 2.00 KiB |\n"; b.String() != want {
+		t.Errorf("without client-go:\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// The side-by-side table has a column per implementation that took
+// turns (KREFLECTOR_MEMBENCH_IMPLS may leave some out), in the tables'
+// order, with ratios to our default's, or client-go's where ours did not
+// take turns.
+func TestSideTableColumns(t *testing.T) {
+	times := func(ns float64) *memSideTimes {
+		return &memSideTimes{SyncSeconds: []float64{1}, EventNs: []float64{ns}, EventCPUNs: []float64{ns}, EventAllocs: []float64{1}, EventElsewhere: []float64{0}}
+	}
+	var b strings.Builder
+	printSideTable(&b, map[string]*memSideTimes{"kreflector+compact": times(300), "client-go": times(100)})
+	want := "| |client-go|kreflector+compact|\n|---|---:|---:|\n| sync time (GOGC 100) | 1.00 s | 1.00 s (1.000x client-go's) |\n" +
+		"| per watch event decoded from bytes, wall | 100 ns | 300 ns (3.000x client-go's) |\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("client-go and compact:\n%s\nwant it to begin\n%s", b.String(), want)
+	}
+	b.Reset()
+	printSideTable(&b, map[string]*memSideTimes{"kreflector+compact": times(300), "kreflector": times(100)})
+	if !strings.Contains(b.String(), "| per watch event decoded from bytes, wall | 100 ns | 300 ns (3.000x ours) |") {
+		t.Errorf("ours and compact:\n%s", b.String())
+	}
+	b.Reset()
+	printSideTable(&b, map[string]*memSideTimes{})
+	if b.String() != "(no implementation took turns)\n" {
+		t.Errorf("nothing ran:\n%s", b.String())
 	}
 }

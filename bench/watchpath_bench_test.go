@@ -30,7 +30,7 @@ import (
 func BenchmarkWatchPathSideBySide(b *testing.B) {
 	for _, enc := range []string{"json", "protobuf"} {
 		for _, impl := range []string{"client-go", "kreflector", "kreflector+share", "kreflector+lean"} {
-			b.Run("enc="+enc+"/impl="+impl, func(b *testing.B) { benchWatchPath(b, enc, memImpls[impl]) })
+			b.Run("enc="+enc+"/impl="+impl, func(b *testing.B) { benchWatchPath(b, enc, memInformer(impl, enc)) })
 		}
 	}
 }
@@ -54,7 +54,7 @@ func benchWatchPath(b *testing.B, encoding string, newInf func(clientgocache.Lis
 		}
 		events[k] = buf.Bytes()
 	}
-	lw := newMemLW(dec, onePage(encoded(b, enc, list)))
+	lw := newMemLW(memCodecOf(encoding), onePage(encoded(b, enc, list)))
 	inf := newInf(lw)
 	var seen atomic.Int64
 	if _, err := inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{
