@@ -55,7 +55,7 @@ type readCache struct {
 // newReadCache returns a cache bounded to limit bytes (≤ 0: none kept),
 // with a handoff budget of handoffs bytes.
 func newReadCache(limit, handoffs int64) *readCache {
-	c := &readCache{seed: maphash.MakeSeed(), handoffs: handoffBudget{limit: handoffs}}
+	c := &readCache{seed: maphash.MakeSeed(), handoffs: newHandoffBudget(handoffs)}
 	c.limit.Store(limit)
 	return c
 }

@@ -313,3 +313,60 @@ func TestCompactPagePacking(t *testing.T) {
 		}
 	}
 }
+
+// The warmer decodes handoffs ahead of the listeners within the budget,
+// waits for room when it is spent, and returns when stopped, also while
+// waiting; listeners then decode nothing of what it warmed.
+func TestWarmerDecodesAheadWithinTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCompactStore(MetaNamespaceKeyFunc, nil, CompactOptions{})
+		var hs []*handoff
+		for i := range 5 {
+			r, err := s.pack(podgen.Pod(i, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.cache.drop(r)
+			hs = append(hs, handOff(r, 1).(*handoff))
+		}
+		size := hs[0].rec.decodedSize()
+		budget := &s.cache.handoffs
+		budget.limit = 2*size + size/2 // two of the Pods, which differ a little in size
+		w := newWarmer(budget)
+		var wg sync.WaitGroup
+		wg.Go(w.run)
+		for _, h := range hs {
+			w.add(notification{kind: notifyAdd, obj: h})
+		}
+		synctest.Wait()
+		if got := warmed(hs); got != 2 {
+			t.Fatalf("%d handoffs warmed, want the 2 the budget holds", got)
+		}
+		before := s.cache.decodes.Load()
+		hs[0].take()
+		synctest.Wait()
+		if got := warmed(hs); got != 2 || s.cache.decodes.Load() != before+1 {
+			t.Fatalf("after one was taken: %d warmed (want 2), %d decodes (want the warmer's one)", got, s.cache.decodes.Load()-before)
+		}
+		w.stop()
+		wg.Wait()
+		for _, h := range hs[1:] {
+			h.take()
+		}
+		if used := budget.used.Load(); used != 0 {
+			t.Fatalf("every handoff taken, the budget still has %d bytes out", used)
+		}
+	})
+}
+
+func warmed(hs []*handoff) int {
+	n := 0
+	for _, h := range hs {
+		h.mu.Lock()
+		if h.obj != nil {
+			n++
+		}
+		h.mu.Unlock()
+	}
+	return n
+}

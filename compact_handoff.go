@@ -28,10 +28,22 @@ type handoff struct {
 }
 
 // handoffBudget bounds the decoded objects handoffs hold, in estimated
-// bytes.
+// bytes. room holds a signal when some was given back (for the warmer).
 type handoffBudget struct {
 	limit int64
 	used  atomic.Int64
+	room  chan struct{}
+}
+
+// newHandoffBudget returns a budget of limit bytes.
+func newHandoffBudget(limit int64) handoffBudget {
+	return handoffBudget{limit: limit, room: make(chan struct{}, 1)}
+}
+
+// give gives n bytes back.
+func (b *handoffBudget) give(n int64) {
+	b.used.Add(-n)
+	poke(b.room)
 }
 
 // charge takes n bytes of the budget, if there is room.
@@ -82,6 +94,32 @@ func (h *handoff) take() any {
 	return obj
 }
 
+// wanted says whether a listener has still to take h, and h holds nothing.
+func (h *handoff) wanted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pending > 0 && h.obj == nil
+}
+
+// warm decodes h's object for the listeners still to take it, charged
+// size bytes of the budget (given back if no listener needs it any more,
+// or if it does not decode).
+func (h *handoff) warm(size int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	budget := &h.rec.pk.cache.handoffs
+	if h.pending == 0 || h.obj != nil {
+		budget.give(size)
+		return
+	}
+	v, err := h.rec.forHandlers()
+	if err != nil {
+		budget.give(size)
+		return
+	}
+	h.obj = v
+}
+
 // abandon is take for a listener that will not deliver the notification.
 func (h *handoff) abandon() {
 	h.mu.Lock()
@@ -94,7 +132,7 @@ func (h *handoff) done() {
 	h.pending--
 	if h.pending == 0 && h.obj != nil {
 		h.obj = nil
-		h.rec.pk.cache.handoffs.used.Add(-h.rec.decodedSize())
+		h.rec.pk.cache.handoffs.give(h.rec.decodedSize())
 	}
 }
 

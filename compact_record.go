@@ -95,17 +95,27 @@ type packer struct {
 // 12.5 KB.
 func decodedSize(encoded int) int64 { return 3 * int64(encoded) }
 
-// pack returns obj's encoding, compressed unless the store says not.
+// pack returns obj's encoding, compressed unless the store says not, in
+// a slice of its own, and the encoding's length.
 func (p *packer) pack(obj any) ([]byte, int, error) {
-	b, err := p.codec.Encode(nil, obj)
+	buf := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(buf)
+	b, err := p.codec.Encode((*buf)[:0], obj)
+	if cap(b) <= maxPooledBuffer {
+		*buf = b[:0]
+	}
 	if err != nil {
 		return nil, 0, err
 	}
 	if p.squeezer == nil {
-		return b, len(b), nil
+		return append([]byte(nil), b...), len(b), nil
 	}
 	return p.squeezer.Squeeze(b), len(b), nil
 }
+
+// encodeBuffers hold the buffers objects are encoded into before they are
+// compressed or copied, up to maxPooledBuffer bytes each.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // expandBuffers hold the buffers records are expanded into before they
 // are decoded (the decoded object shares no memory with them), up to

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,10 @@ type processor struct {
 	// their metrics, and under which informer name.
 	metrics ReflectorMetricsProvider
 	name    string
+
+	// warm, if set (before start), decodes a compact store's handoffs
+	// ahead of the listeners.
+	warm *warmer
 
 	mu        sync.RWMutex
 	listeners []*listener
@@ -64,6 +69,11 @@ func (p *processor) start(metrics ReflectorMetricsProvider, name string) {
 	for _, l := range p.listeners {
 		p.wg.Go(func() { l.run(p.metrics, p.name) })
 	}
+	if p.warm != nil {
+		for range goruntime.GOMAXPROCS(0) {
+			p.wg.Go(p.warm.run)
+		}
+	}
 }
 
 // stop stops every listener, forgets them, and waits until each has
@@ -74,6 +84,9 @@ func (p *processor) stop() {
 		l.stop()
 	}
 	p.listeners = nil
+	if p.warm != nil {
+		p.warm.stop()
+	}
 	p.mu.Unlock()
 	p.wg.Wait()
 }
@@ -81,7 +94,7 @@ func (p *processor) stop() {
 // distribute queues n to every listener, or, for a resync notification,
 // to the listeners whose resync is due.
 // A compact store's records go as handoffs, so that the listeners share
-// the decoded objects.
+// the decoded objects, and to the warmer, which decodes them ahead.
 func (p *processor) distribute(n notification, resync bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -100,6 +113,7 @@ func (p *processor) distribute(n notification, resync bool) {
 			l.add(n)
 		}
 	}
+	p.warm.add(n)
 }
 
 // upstreamSynced tells every listener that the informer has synced.

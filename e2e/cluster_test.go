@@ -25,8 +25,9 @@ const (
 	apiServer  = "kube-apiserver"
 	// ungatedServer is a second kube-apiserver on the same etcd with the
 	// feature gate ShardedListAndWatch off (apiServer has it on): it
-	// ignores ListOptions.ShardSelector. It runs only while a test uses
-	// it (cluster.ungated).
+	// ignores ListOptions.ShardSelector. It also serves CBOR
+	// (CBORServingAndStorage on). It runs only while a test uses it
+	// (cluster.ungated).
 	ungatedServer = "kube-apiserver-ungated"
 )
 

@@ -295,7 +295,7 @@ func createRealisticPod(ctx context.Context, cs kubernetes.Interface, ns string,
 }
 
 // wireLog records what a client's requests asked for and how each
-// response came: "METHOD path Accept -> status, gzip|plain". A wrapped
+// response came: "METHOD path Accept -> status Content-Type, gzip|plain". A wrapped
 // transport sees a response after net/http has inflated it; Uncompressed
 // says the server had compressed it.
 type wireLog struct {
@@ -335,9 +335,9 @@ func (t wireLogging) RoundTrip(req *http.Request) (*http.Response, error) {
 	case err != nil:
 		line += "error"
 	case resp.Uncompressed:
-		line += fmt.Sprintf("%d, gzip", resp.StatusCode)
+		line += fmt.Sprintf("%d %s, gzip", resp.StatusCode, resp.Header.Get("Content-Type"))
 	default:
-		line += fmt.Sprintf("%d, plain", resp.StatusCode)
+		line += fmt.Sprintf("%d %s, plain", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	t.log.mu.Lock()
 	t.log.lines = append(t.log.lines, line)

@@ -82,8 +82,9 @@ server_args() {
       # APIServerIdentity off (and UnknownVersionInteroperabilityProxy,
       # which needs it): the identity lease is named after the hostname,
       # which both servers share, so they would keep overwriting one
-      # lease.
-      port=UNGATED_APISERVER_PORT gates=--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false
+      # lease. CBORServingAndStorage on (alpha): it serves CBOR to the
+      # clients that ask for it (e2e/cbor_test.go).
+      port=UNGATED_APISERVER_PORT gates=--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false,CBORServingAndStorage=true
     fi
     # The ungated server shares --cert-dir: kube-apiserver writes a
     # self-signed certificate there only when none exists, so both serve

@@ -45,24 +45,43 @@ type Squeezer struct {
 // NewSqueezer returns a Squeezer with no dictionary yet.
 func NewSqueezer() *Squeezer { return &Squeezer{} }
 
-// Squeeze returns src compressed, in a new slice (src itself, marked raw,
-// when compressing would not make it smaller).
+// Squeeze returns src compressed, in a new slice of its exact length
+// (src's bytes, marked raw, when compressing would not make them
+// smaller). It does not keep src.
 func (s *Squeezer) Squeeze(src []byte) []byte {
 	s.sample(src)
-	out := make([]byte, 1, 1+s2.MaxEncodedLen(len(src)))
+	work := workBuffers.Get().(*[]byte)
+	defer workBuffers.Put(work)
+	need := s2.MaxEncodedLen(len(src))
+	if cap(*work) < need {
+		*work = make([]byte, need)
+	}
+	var (
+		form byte
+		body []byte
+	)
 	if d := s.dict.Load(); d != nil {
-		out[0] = formDict
-		out = append(out, d.Encode(out[1:], src)...)
+		form, body = formDict, d.Encode((*work)[:need], src)
 	} else {
-		out[0] = formS2
-		out = append(out, s2.Encode(out[1:], src)...)
+		form, body = formS2, s2.Encode((*work)[:need], src)
 	}
-	if len(out) > len(src) {
-		out = append(out[:1], src...)
-		out[0] = formRaw
+	if len(body) >= len(src) {
+		form, body = formRaw, src
 	}
-	return append(make([]byte, 0, len(out)), out...)
+	out := make([]byte, 1+len(body))
+	out[0] = form
+	copy(out[1:], body)
+	if cap(*work) > maxWorkBuffer {
+		*work = nil
+	}
+	return out
 }
+
+// workBuffers hold the room Squeeze compresses into, up to maxWorkBuffer
+// bytes each.
+var workBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxWorkBuffer = 256 << 10
 
 // Expand returns what Squeeze was given, in dst's memory when it is large
 // enough. The result may share memory with rec (a raw record): the caller
