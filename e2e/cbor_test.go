@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,11 +32,24 @@ import (
 // our dynamic and typed ConfigMap informers beside client-go's, through a
 // sync and a live workload: the dynamic informers must hold objects
 // reflect.DeepEqual to client-go's dynamic informer's, and the typed ones
-// to a LIST of the server; the dynamic clients' LISTs and watches must
-// have come as CBOR. It is not parallel: the gates are the process's.
+// to a LIST of the server. The dynamic clients ask for CBOR, and their
+// WatchList streams (by default), or LISTs and watches (with client-go's
+// WatchListClient gate off, which ours follows too), must have come as
+// CBOR; a typed clientset asks for protobuf, whatever the gates. It is
+// not parallel: the gates are the process's.
 func TestCBORInformersMatchClientGo(t *testing.T) {
 	clientgofeaturestesting.SetFeatureDuringTest(t, clientgofeatures.ClientsAllowCBOR, true)
 	clientgofeaturestesting.SetFeatureDuringTest(t, clientgofeatures.ClientsPreferCBOR, true)
+	for _, watchList := range []bool{true, false} {
+		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) {
+			clientgofeaturestesting.SetFeatureDuringTest(t, clientgofeatures.WatchListClient, watchList)
+			cborInformers(t, watchList)
+		})
+	}
+}
+
+// cborInformers is one case of TestCBORInformersMatchClientGo.
+func cborInformers(t *testing.T, watchList bool) {
 	admin := client(t, testCluster.admin)
 	ns := namespace(t, admin)
 	const existing = 80
@@ -76,18 +88,29 @@ func TestCBORInformersMatchClientGo(t *testing.T) {
 	}()
 	workload(t, admin, ns, existing, 120, 29)
 	waitCBORStoresAgree(t, admin, ns, stores)
+	assertCBORWire(t, wire, watchList)
+}
+
+// assertCBORWire fails t unless the dynamic informers' WatchList streams
+// (watchList), or their LISTs and watches, came as CBOR, two of each
+// (theirs and ours).
+func assertCBORWire(t *testing.T, wire *wireLog, watchList bool) {
+	t.Helper()
 	lines, _ := wire.snapshot()
-	var cbor []string
-	for _, l := range lines {
-		if strings.Contains(l, "application/cbor") {
-			cbor = append(cbor, l)
+	count := func(suffix string) int {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "-> 200 "+suffix+",") {
+				n++
+			}
 		}
+		return n
 	}
-	if !slices.ContainsFunc(cbor, func(l string) bool { return strings.Contains(l, "application/cbor-seq") }) ||
-		!slices.ContainsFunc(cbor, func(l string) bool { return !strings.Contains(l, "application/cbor-seq") }) {
-		t.Fatalf("no CBOR LIST and CBOR watch on the wire:\n  %s", strings.Join(lines, "\n  "))
+	lists, streams := count("application/cbor"), count("application/cbor-seq")
+	if streams < 2 || !watchList && lists < 2 || watchList && lists != 0 {
+		t.Fatalf("%d CBOR LISTs and %d CBOR streams, want 2 of each (WatchList: 2 streams, no LIST):\n  %s", lists, streams, strings.Join(lines, "\n  "))
 	}
-	t.Logf("%d of %d responses in CBOR:\n  %s", len(cbor), len(lines), strings.Join(lines, "\n  "))
+	t.Logf("%d CBOR LISTs, %d CBOR streams:\n  %s", lists, streams, strings.Join(lines, "\n  "))
 }
 
 // waitCBORStoresAgree waits until the dynamic stores (theirs, ours) hold
