@@ -17,7 +17,8 @@ import (
 
 // BenchmarkCompactReads reads a store of realistic Pods, decoded from
 // protobuf as a clientset decodes them, from client-go's indexer and from
-// a compact one (the default 32 MiB read cache), side by side:
+// a compact one (its default read cache: a thirty-second of the records' bytes,
+// at least 4 MiB), side by side:
 //
 //	go test -run '^$' -bench BenchmarkCompactReads -benchtime 1x ./bench/
 //
