@@ -35,12 +35,12 @@ type CompactOptions struct {
 	// read decodes). Zero sizes the cache to the store: a thirty-second of
 	// the bytes the records hold, at least 4 MiB and at most 256 MiB (for
 	// 100,000 realistic Pods, about 4 MiB, some 350 Pods). In an informer,
-	// two more bounds of the same size apply, by ReadCacheBytes if set and
-	// 32 MiB if zero: to the objects its queue carries decoded to the
-	// store (so that handlers get the objects the watch decoded rather
-	// than decode them again), and to the objects notifications hold for
-	// the handlers that have still to take them (so that handlers share
-	// one decode). An update's old object is decoded for the handlers
+	// two more bounds of the same size apply, each apart: to the objects
+	// its queue carries decoded to the store (so that handlers get the
+	// objects the watch decoded rather than decode them again), and to the
+	// objects notifications hold for the handlers that have still to take
+	// them (so that handlers share one decode, and the informer decodes
+	// ahead of them). An update's old object is decoded for the handlers
 	// unless the read cache still has it.
 	ReadCacheBytes int64
 	// Uncompressed holds encodings as they are: more memory (about three
@@ -49,32 +49,20 @@ type CompactOptions struct {
 }
 
 // The read cache's bound when ReadCacheBytes is zero: a share of the
-// records' bytes, within a floor and a ceiling; and the bound of what an
-// informer's queue carries decoded then.
+// records' bytes, within a floor and a ceiling.
 const (
 	readCacheShare   = 32
 	readCacheFloor   = 4 << 20
 	readCacheCeiling = 256 << 20
-	defaultCarry     = 32 << 20
 )
 
-// readCacheBytes is the read cache's bound for a store whose records
-// hold held bytes.
+// readCacheBytes is the bound of the read cache, and of what an
+// informer's queue carries decoded and its notifications hold, for a
+// store whose records hold held bytes.
 func (o CompactOptions) readCacheBytes(held int64) int64 {
 	switch {
 	case o.ReadCacheBytes == 0:
 		return min(max(held/readCacheShare, readCacheFloor), readCacheCeiling)
-	case o.ReadCacheBytes < 0:
-		return 0
-	}
-	return o.ReadCacheBytes
-}
-
-// carryBytes bounds the decoded objects an informer's queue carries.
-func (o CompactOptions) carryBytes() int64 {
-	switch {
-	case o.ReadCacheBytes == 0:
-		return defaultCarry
 	case o.ReadCacheBytes < 0:
 		return 0
 	}

@@ -49,7 +49,7 @@ type readCache struct {
 
 	// handoffs bounds what notifications hold decoded for their listeners
 	// (see handoff): not the cache's, but the same store's.
-	handoffs handoffBudget
+	handoffs *handoffBudget
 }
 
 // newReadCache returns a cache bounded to limit bytes (≤ 0: none kept),

@@ -118,7 +118,7 @@ func TestCompactSlowHandlerBacklogHoldsRecords(t *testing.T) {
 		if st.ReadCacheBytes > limit {
 			t.Fatalf("read cache holds %d bytes, over its %d", st.ReadCacheBytes, limit)
 		}
-		budget := &inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
+		budget := inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
 		if used := budget.used.Load(); used > limit || held > 2 {
 			t.Fatalf("the backlog holds %d decoded objects, %d bytes, over %d", held, used, limit)
 		}
@@ -153,7 +153,7 @@ func TestCompactRemovedHandlerGivesBackItsHandoffs(t *testing.T) {
 		synctest.Wait()
 		d := &informerDriver{t: t, lw: lw}
 		d.send(ev(watch.Modified, cm("a", "11")), ev(watch.Modified, cm("b", "12")), ev(watch.Modified, cm("c", "13")))
-		budget := &inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
+		budget := inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
 		if budget.used.Load() == 0 {
 			t.Fatal("nothing held for the stuck handler: the test tests nothing")
 		}
@@ -241,6 +241,7 @@ func TestFreshObjectsStayWithinTheBound(t *testing.T) {
 	size := first.fresh.Load().size
 	s.opts.ReadCacheBytes = 3*size + size/2 // the Pods differ a little in size
 	s.cache.limit.Store(s.opts.ReadCacheBytes)
+	s.cache.handoffs.limit.Store(s.opts.ReadCacheBytes)
 	var recs []*compactRecord
 	for i := 1; i < 6; i++ {
 		r, _ := s.pack(podgen.Pod(i, 1))
@@ -330,8 +331,8 @@ func TestWarmerDecodesAheadWithinTheBudget(t *testing.T) {
 			hs = append(hs, handOff(r, 1).(*handoff))
 		}
 		size := hs[0].rec.decodedSize()
-		budget := &s.cache.handoffs
-		budget.limit = 2*size + size/2 // two of the Pods, which differ a little in size
+		budget := s.cache.handoffs
+		budget.limit.Store(2*size + size/2) // two of the Pods, which differ a little in size
 		w := newWarmer(budget)
 		var wg sync.WaitGroup
 		wg.Go(w.run)

@@ -30,14 +30,17 @@ type handoff struct {
 // handoffBudget bounds the decoded objects handoffs hold, in estimated
 // bytes. room holds a signal when some was given back (for the warmer).
 type handoffBudget struct {
-	limit int64
+	// limit may change (see compactStore.resize).
+	limit atomic.Int64
 	used  atomic.Int64
 	room  chan struct{}
 }
 
 // newHandoffBudget returns a budget of limit bytes.
-func newHandoffBudget(limit int64) handoffBudget {
-	return handoffBudget{limit: limit, room: make(chan struct{}, 1)}
+func newHandoffBudget(limit int64) *handoffBudget {
+	b := &handoffBudget{room: make(chan struct{}, 1)}
+	b.limit.Store(limit)
+	return b
 }
 
 // give gives n bytes back.
@@ -48,7 +51,7 @@ func (b *handoffBudget) give(n int64) {
 
 // charge takes n bytes of the budget, if there is room.
 func (b *handoffBudget) charge(n int64) bool {
-	if b.used.Add(n) > b.limit {
+	if b.used.Add(n) > b.limit.Load() {
 		b.used.Add(-n)
 		return false
 	}
@@ -107,7 +110,7 @@ func (h *handoff) wanted() bool {
 func (h *handoff) warm(size int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	budget := &h.rec.pk.cache.handoffs
+	budget := h.rec.pk.cache.handoffs
 	if h.pending == 0 || h.obj != nil {
 		budget.give(size)
 		return

@@ -269,7 +269,7 @@ func (s *sharedIndexInformer) startOnce(ctx context.Context) *controller {
 	s.ctrl.held = s.indexer
 	s.ctrl.pack = pack
 	if pack != nil {
-		s.processor.warm = newWarmer(&pack.store.cache.handoffs)
+		s.processor.warm = newWarmer(pack.store.cache.handoffs)
 	}
 	s.ctrl.applies = true
 	s.indexer.reportTo(s.ctrl.storeFailed)

@@ -43,9 +43,11 @@ import (
 // KREFLECTOR_MEMBENCH_SIZES (default "10000,100000") and
 // KREFLECTOR_MEMBENCH_RUNS (processes per implementation and size, default
 // 3) and KREFLECTOR_MEMBENCH_IMPLS (implementations by name,
-// comma-separated; default all; a name that is none is an error) change
-// the work: only the named implementations run, in every encoding that
-// has them and in the turn-taking process. The compact rows of every
+// comma-separated; default all; a name that is none is an error) and
+// KREFLECTOR_MEMBENCH_ENCODINGS ("json", "protobuf", "unstructured",
+// comma-separated; default all) change the work: only the named
+// implementations run, in the named encodings that have them and in the
+// turn-taking process. The compact rows of every
 // encoding beside client-go's, at 100,000 Pods (one to two hours,
 // estimated from a run at 2,000 Pods; client-go's unstructured relists
 // peak near 8 GiB of live heap):
@@ -197,6 +199,9 @@ var memSideEncodings = []string{"json", "protobuf"}
 func memConfigs(dir string, n int, side bool) []memChildConfig {
 	var cfgs []memChildConfig
 	for _, e := range memEncodings {
+		if !memEncodingWanted(e.name) {
+			continue
+		}
 		for _, impl := range e.impls {
 			if memImplWanted(impl) {
 				cfgs = append(cfgs, memChildConfig{Impl: impl, N: n, Encoding: e.name, Dir: dir})
@@ -211,10 +216,20 @@ func memConfigs(dir string, n int, side bool) []memChildConfig {
 	}
 	if side && len(wanted) > 0 {
 		for _, enc := range memSideEncodings {
-			cfgs = append(cfgs, memChildConfig{Impl: memSideImpl, N: n, Encoding: enc, Dir: dir, SideBySide: true, SideImpls: wanted})
+			if memEncodingWanted(enc) {
+				cfgs = append(cfgs, memChildConfig{Impl: memSideImpl, N: n, Encoding: enc, Dir: dir, SideBySide: true, SideImpls: wanted})
+			}
 		}
 	}
 	return cfgs
+}
+
+// memEncodingWanted says whether KREFLECTOR_MEMBENCH_ENCODINGS (a
+// comma-separated list of "json", "protobuf", "unstructured"; unset: all)
+// asks for enc.
+func memEncodingWanted(enc string) bool {
+	list := os.Getenv("KREFLECTOR_MEMBENCH_ENCODINGS")
+	return list == "" || slices.Contains(strings.Split(list, ","), enc)
 }
 
 // memImplWanted says whether KREFLECTOR_MEMBENCH_IMPLS (a comma-separated
