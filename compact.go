@@ -35,13 +35,14 @@ type CompactOptions struct {
 	// read decodes). Zero sizes the cache to the store: a thirty-second of
 	// the bytes the records hold, at least 4 MiB and at most 256 MiB (for
 	// 100,000 realistic Pods, about 4 MiB, some 350 Pods). In an informer,
-	// two more bounds of the same size apply, each apart: to the objects
-	// its queue carries decoded to the store (so that handlers get the
-	// objects the watch decoded rather than decode them again), and to the
-	// objects notifications hold for the handlers that have still to take
-	// them (so that handlers share one decode, and the informer decodes
-	// ahead of them). An update's old object is decoded for the handlers
-	// unless the read cache still has it.
+	// two more bounds apply, each apart: one of the same size to the
+	// objects its queue carries decoded to the store (so that handlers get
+	// the objects the watch decoded rather than decode them again), and
+	// one of the same size but at least 16 MiB when zero to the objects
+	// notifications hold for the handlers that have still to take them (so
+	// that handlers share one decode, and the informer decodes ahead of
+	// them). An update's old object is decoded for the handlers unless the
+	// read cache still has it.
 	ReadCacheBytes int64
 	// Uncompressed holds encodings as they are: more memory (about three
 	// times a compressed Pod's), a little less CPU per write and read.
@@ -56,9 +57,22 @@ const (
 	readCacheCeiling = 256 << 20
 )
 
+// handoffFloor is the least an informer's notifications may hold decoded
+// when ReadCacheBytes is zero: room for a few handlers to drift a few
+// hundred notifications apart on busy cores and still share each decode.
+const handoffFloor = 16 << 20
+
+// handoffBytes bounds what an informer's notifications hold decoded.
+func (o CompactOptions) handoffBytes(held int64) int64 {
+	if o.ReadCacheBytes == 0 {
+		return max(o.readCacheBytes(held), handoffFloor)
+	}
+	return o.readCacheBytes(held)
+}
+
 // readCacheBytes is the bound of the read cache, and of what an
-// informer's queue carries decoded and its notifications hold, for a
-// store whose records hold held bytes.
+// informer's queue carries decoded, for a store whose records hold held
+// bytes.
 func (o CompactOptions) readCacheBytes(held int64) int64 {
 	switch {
 	case o.ReadCacheBytes == 0:

@@ -332,7 +332,7 @@ func TestWarmerDecodesAheadWithinTheBudget(t *testing.T) {
 		}
 		size := hs[0].rec.decodedSize()
 		budget := s.cache.handoffs
-		budget.limit.Store(2*size + size/2) // two of the Pods, which differ a little in size
+		budget.limit.Store(2 * (2*size + size/2)) // the warmer's half holds two of the Pods, which differ a little in size
 		w := newWarmer(budget)
 		var wg sync.WaitGroup
 		wg.Go(w.run)
@@ -341,7 +341,7 @@ func TestWarmerDecodesAheadWithinTheBudget(t *testing.T) {
 		}
 		synctest.Wait()
 		if got := warmed(hs); got != 2 {
-			t.Fatalf("%d handoffs warmed, want the 2 the budget holds", got)
+			t.Fatalf("%d handoffs warmed, want the 2 the warmer's half of the budget holds", got)
 		}
 		before := s.cache.decodes.Load()
 		hs[0].take()

@@ -43,6 +43,17 @@ func newHandoffBudget(limit int64) *handoffBudget {
 	return b
 }
 
+// chargeAhead is charge for the warmer, which may take half the budget
+// at most: the rest stays for the listeners, so that the first to decode
+// an object the warmer has not reached can hold it for the others.
+func (b *handoffBudget) chargeAhead(n int64) bool {
+	if b.used.Add(n) > b.limit.Load()/2 {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
 // give gives n bytes back.
 func (b *handoffBudget) give(n int64) {
 	b.used.Add(-n)

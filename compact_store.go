@@ -63,7 +63,7 @@ func newCompactStore(keyFunc KeyFunc, indexers Indexers, o CompactOptions) *comp
 	s := &compactStore{
 		keyFunc: keyFunc,
 		opts:    o,
-		cache:   newReadCache(o.readCacheBytes(0), o.readCacheBytes(0)),
+		cache:   newReadCache(o.readCacheBytes(0), o.handoffBytes(0)),
 		items:   map[string]*compactRecord{},
 		indices: map[string]map[string]sets.Set[string]{},
 	}
@@ -155,7 +155,7 @@ func (s *compactStore) stage(r *compactRecord, obj any, size int64) {
 		return
 	}
 	r.pos = s.packed.Add(size)
-	if carry := s.cache.handoffs.limit.Load(); carry > 0 && r.pos-s.stored.Load() <= carry {
+	if carry := s.cache.limit.Load(); carry > 0 && r.pos-s.stored.Load() <= carry {
 		r.fresh.Store(&hotEntry{rec: r, obj: obj, size: size})
 	}
 }
@@ -266,9 +266,8 @@ func (s *compactStore) Delete(obj any) error {
 // CompactOptions.ReadCacheBytes). s.mu is held.
 func (s *compactStore) resize() {
 	if s.opts.ReadCacheBytes == 0 {
-		limit := s.opts.readCacheBytes(s.held)
-		s.cache.limit.Store(limit)
-		s.cache.handoffs.limit.Store(limit)
+		s.cache.limit.Store(s.opts.readCacheBytes(s.held))
+		s.cache.handoffs.limit.Store(s.opts.handoffBytes(s.held))
 	}
 }
 

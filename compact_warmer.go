@@ -7,9 +7,10 @@ import "sync"
 // burst of notifications (the initial list's adds, a relist, a watch
 // that floods) is decoded on another core while the handlers take what
 // is already decoded. It holds what it decodes in the handoffs, within
-// their budget: when the budget is spent it waits for the listeners to
-// give some back (or for stop), so it never runs further ahead than the
-// budget allows and never decodes for nothing. A listener that reaches a
+// half their budget (the other half is the listeners'): when that is
+// spent it waits for the listeners to give some back (or for stop), so it
+// never runs further ahead than the budget allows and never decodes for
+// nothing. A listener that reaches a
 // handoff first decodes it itself, as without a warmer.
 //
 // run is the warmer's goroutine, GOMAXPROCS of them, each taking the
@@ -103,7 +104,7 @@ func (w *warmer) run() {
 			continue
 		}
 		size := h.rec.decodedSize()
-		for !w.budget.charge(size) {
+		for !w.budget.chargeAhead(size) {
 			select {
 			case <-w.budget.room:
 			case <-w.done:
