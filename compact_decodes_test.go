@@ -371,3 +371,33 @@ func warmed(hs []*handoff) int {
 	}
 	return n
 }
+
+// ReadCacheBytes zero sizes the read cache and the handoff budget to what
+// the records hold, within their floors; a value given is kept.
+func TestCompactBoundsFollowTheStore(t *testing.T) {
+	s := newCompactStore(MetaNamespaceKeyFunc, nil, CompactOptions{})
+	if got := s.cache.limit.Load(); got != readCacheFloor {
+		t.Fatalf("empty store: read cache bound %d, want the floor %d", got, readCacheFloor)
+	}
+	if got := s.cache.handoffs.limit.Load(); got != handoffFloor {
+		t.Fatalf("empty store: handoff budget %d, want its floor %d", got, handoffFloor)
+	}
+	s.mu.Lock()
+	s.held = 64 * readCacheFloor // as if the records held 256 MiB
+	s.resize()
+	s.mu.Unlock()
+	if got, want := s.cache.limit.Load(), int64(2*readCacheFloor); got != want {
+		t.Fatalf("read cache bound %d, want a thirty-second of the records' bytes, %d", got, want)
+	}
+	if got := s.cache.handoffs.limit.Load(); got != handoffFloor {
+		t.Fatalf("handoff budget %d, want its floor %d", got, handoffFloor)
+	}
+	fixed := newCompactStore(MetaNamespaceKeyFunc, nil, CompactOptions{ReadCacheBytes: 1 << 20})
+	fixed.mu.Lock()
+	fixed.held = 1 << 40
+	fixed.resize()
+	fixed.mu.Unlock()
+	if fixed.cache.limit.Load() != 1<<20 || fixed.cache.handoffs.limit.Load() != 1<<20 {
+		t.Fatal("a ReadCacheBytes given is not kept")
+	}
+}
