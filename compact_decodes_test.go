@@ -2,6 +2,7 @@ package cache
 
 import (
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,7 +98,7 @@ func TestCompactSlowHandlerBacklogHoldsRecords(t *testing.T) {
 		d := &informerDriver{t: t, lw: lw}
 		var events []watch.Event
 		for i := range 20 {
-			events = append(events, ev(watch.Modified, cm("a", itoa(11+i))))
+			events = append(events, ev(watch.Modified, cm("a", strconv.Itoa(11+i))))
 		}
 		d.send(events...)
 		l := slow.(*listener)
@@ -168,8 +169,6 @@ func TestCompactRemovedHandlerGivesBackItsHandoffs(t *testing.T) {
 	})
 }
 
-func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
-
 // Readers missing the same record at once decode it once and share it.
 func TestConcurrentMissesDecodeOnce(t *testing.T) {
 	s := newCompactStore(MetaNamespaceKeyFunc, nil, CompactOptions{})
@@ -206,7 +205,7 @@ func TestReadCacheClockOrder(t *testing.T) {
 	c := newReadCache(4, 0)
 	recs := make([]*compactRecord, 8)
 	for i := range recs {
-		recs[i] = &compactRecord{key: itoa(i)}
+		recs[i] = &compactRecord{key: strconv.Itoa(i)}
 	}
 	for _, r := range recs[:4] {
 		c.put(r, r.key, 1)

@@ -121,12 +121,7 @@ func (l *listener) add(n notification) {
 	l.signal()
 }
 
-func (l *listener) signal() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *listener) signal() { poke(l.wake) }
 
 // stop ends run after the call in progress; the backlog is dropped (its
 // handoffs abandoned).
