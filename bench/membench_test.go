@@ -320,9 +320,10 @@ func writeAllMemPages(dir string, sizes []int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	files := memPageFiles()
 	for _, n := range sizes {
 		for v := range memVersions {
-			for _, enc := range []string{"json", "protobuf"} {
+			for _, enc := range files {
 				if err := writeMemPages(memPagesPath(dir, n, v, enc), n, v, enc); err != nil {
 					return err
 				}
@@ -330,6 +331,20 @@ func writeAllMemPages(dir string, sizes []int) error {
 		}
 	}
 	return nil
+}
+
+// memPageFiles are the page files the wanted encodings read (see
+// memCodecOf): "protobuf" for protobuf, "json" for JSON and unstructured.
+// At 1,000,000 Pods the JSON files alone are about 20 GB, so a protobuf
+// run writes none.
+func memPageFiles() []string {
+	var files []string
+	for _, e := range memEncodings {
+		if f := memCodecOf(e.name).file; memEncodingWanted(e.name) && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 // runMemChildProcess runs this test binary again as one child process.
@@ -366,4 +381,18 @@ func middle(vs []float64) float64 {
 	}
 	slices.Sort(vs)
 	return vs[(len(vs)-1)/2]
+}
+
+func TestMemPageFiles(t *testing.T) {
+	for _, c := range []struct{ encodings, want string }{
+		{"", "json,protobuf"},
+		{"protobuf", "protobuf"},
+		{"unstructured", "json"},
+		{"unstructured,protobuf,json", "json,protobuf"},
+	} {
+		t.Setenv("KREFLECTOR_MEMBENCH_ENCODINGS", c.encodings)
+		if got := strings.Join(memPageFiles(), ","); got != c.want {
+			t.Errorf("KREFLECTOR_MEMBENCH_ENCODINGS=%q: page files %s, want %s", c.encodings, got, c.want)
+		}
+	}
 }
