@@ -19,6 +19,7 @@ package inflate
 import (
 	"io"
 	"reflect"
+	"runtime"
 	"sync"
 )
 
@@ -46,9 +47,17 @@ func Compressed(body io.Reader) bool {
 }
 
 // Ahead returns body behind a stage of its own (see New) if it is
-// Compressed, else body itself.
+// Compressed and GOMAXPROCS is at least 2, else body itself: on one
+// processor the stage overlaps nothing and would only add a copy of every
+// byte and a goroutine switch per buffer (a whole LIST of 100,000 Pods
+// took about 0.15 s more CPU so).
 func Ahead(body io.ReadCloser) io.ReadCloser {
-	if !Compressed(body) {
+	return ahead(body, runtime.GOMAXPROCS(0))
+}
+
+// ahead is Ahead with procs processors.
+func ahead(body io.ReadCloser, procs int) io.ReadCloser {
+	if procs < 2 || !Compressed(body) {
 		return body
 	}
 	return New(body)

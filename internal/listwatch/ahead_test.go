@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,7 @@ import (
 // TestCompressedBodiesAreInflatedAhead: every body a ListWatch reads
 // (LIST and WATCH) goes through streamRetrying, which puts a body
 // net/http inflates behind the inflating stage, and leaves others as
-// they are.
+// they are. On one processor there is no stage (inflate.Ahead).
 func TestCompressedBodiesAreInflatedAhead(t *testing.T) {
 	list := []byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`)
 	for _, compress := range []bool{true, false} {
@@ -42,7 +43,7 @@ func TestCompressedBodiesAreInflatedAhead(t *testing.T) {
 			_, staged := body.(*inflate.Reader)
 			got, err := io.ReadAll(body)
 			body.Close()
-			if staged != compress || err != nil || string(got) != string(list) {
+			if staged != (compress && goruntime.GOMAXPROCS(0) > 1) || err != nil || string(got) != string(list) {
 				t.Errorf("compressed %v, watch %v: behind the stage: %v; read %q, %v", compress, watch, staged, got, err)
 			}
 		}
