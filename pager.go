@@ -199,7 +199,7 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 		l.items = make([]interface{}, 0, initialCapacity(page, m))
 	}
 	from := len(l.items)
-	l.items, err = listitems.AppendWithAlloc(l.items, page, goruntime.GOMAXPROCS(0))
+	l.items, err = listitems.AppendOwned(l.items, page, p.hint.TakeOwned(page), goruntime.GOMAXPROCS(0))
 	if err != nil {
 		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
 	}

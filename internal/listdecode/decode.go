@@ -58,6 +58,15 @@ type Options struct {
 	// half of it.
 	// Above maxExpect it is taken as maxExpect.
 	Expect int
+	// Owned, if set, asks for each item of a streamed typed or metadata
+	// list to be decoded into an allocation of its own: Items then holds
+	// a copy of each (a shallow one: a struct copy), and Owned is called
+	// once, before Decode returns the list, with the list and those
+	// allocations in Items' order, so that a caller that would copy every
+	// item out of Items (meta.EachListItemWithAlloc, as a Reflector does)
+	// can take them instead. Not called for a list decoded whole, or
+	// unstructured. The allocations are the caller's from then on.
+	Owned func(list runtime.Object, items []runtime.Object)
 	// LeaveOutManagedFields says the caller drops every item's
 	// managedFields (in Item or after Decode), so that the decoder may
 	// leave them out: protobuf items of types
@@ -275,6 +284,9 @@ func (d *decoding) finish(scanErr error, envelope []byte, itemFirst func(envErr 
 	if n := d.sink.n - d.itemsFrom; n > 0 && !d.itemsInEnvelope {
 		items := d.sink.items()
 		d.p.setItems(obj, items.Slice(d.itemsFrom, items.Len()))
+		if own := d.sink.ownedFrom(d.itemsFrom); own != nil {
+			d.o.Owned(obj, own)
+		}
 	}
 	if u, ok := obj.(*unstructured.UnstructuredList); ok {
 		fillKinds(u.Items, u)

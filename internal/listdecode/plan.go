@@ -158,3 +158,14 @@ func (p *plan) newList() runtime.Object {
 func (p *plan) setItems(list runtime.Object, items reflect.Value) {
 	reflect.ValueOf(list).Elem().Field(p.itemsIdx).Set(items)
 }
+
+// ownable says whether the items can be decoded into allocations of
+// their own (Options.Owned): a typed or metadata list whose Items is a
+// slice of structs whose pointers are runtime.Objects, as
+// EachListItemWithAlloc copies them out one by one. An unstructured
+// item is a map behind a struct of one word: nothing to save.
+func (p *plan) ownable() bool {
+	elem := p.itemsType.Elem()
+	return p.mode != unstructuredMode && elem.Kind() == reflect.Struct &&
+		reflect.PointerTo(elem).Implements(reflect.TypeFor[runtime.Object]())
+}

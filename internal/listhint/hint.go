@@ -24,6 +24,12 @@
 //   - run Item on every item of a list it returns, then report the list
 //     with Itemized (all of its items or none: a list reported has had
 //     Item run on each);
+//   - report with Owned the items of a list it returns that it decoded
+//     into allocations of their own, of which Items holds copies: the
+//     Reflector then keeps those allocations rather than copying each
+//     item out of Items, for every item whose element of Items is still
+//     what was copied there (a ListerWatcher wrapping ours may have
+//     changed it);
 //   - run WatchItem, once taken, on every object of the watch it opens;
 //   - leave managedFields out of what it decodes only if
 //     LeaveOutManagedFields says so;
@@ -75,7 +81,10 @@ type Hint struct {
 	// watchItemized says a watch's objects go through item.
 	itemized      map[runtime.Object]bool
 	watchItemized bool
-	closed        bool
+	// owned holds, for a list, its items decoded into allocations of
+	// their own (Owned), until the Reflector takes them (TakeOwned).
+	owned  map[runtime.Object][]runtime.Object
+	closed bool
 	// unused counts the pages requested ahead and dropped: never taken.
 	unused int
 }
@@ -89,7 +98,7 @@ type key struct{}
 // item runs, so that a decoder may leave them out. The caller must Close
 // the hint.
 func With(ctx context.Context, item ItemFunc, noManagedFields bool) (context.Context, *Hint) {
-	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}}
+	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}, owned: map[runtime.Object][]runtime.Object{}}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	return context.WithValue(ctx, key{}, h), h
 }
@@ -126,6 +135,32 @@ func (h *Hint) Itemized(list runtime.Object) {
 	h.mu.Unlock()
 }
 
+// Owned (the ListWatch's) records that items are list's items, in order,
+// each in an allocation of its own that list's Items holds a copy of.
+func (h *Hint) Owned(list runtime.Object, items []runtime.Object) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if !h.closed {
+		h.owned[list] = items
+	}
+	h.mu.Unlock()
+}
+
+// TakeOwned (the Reflector's) returns what Owned recorded for list (nil
+// if nothing), and forgets it.
+func (h *Hint) TakeOwned(list runtime.Object) []runtime.Object {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	items := h.owned[list]
+	delete(h.owned, list)
+	return items
+}
+
 // TookItems (the Reflector's) says whether list's items have been through Item, and forgets
 // list.
 func (h *Hint) TookItems(list runtime.Object) bool {
@@ -145,7 +180,7 @@ func (h *Hint) Close() {
 	h.mu.Lock()
 	h.closed = true
 	h.dropLocked()
-	h.itemized = nil
+	h.itemized, h.owned = nil, nil
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()

@@ -6,8 +6,10 @@
 package listitems
 
 import (
+	"bytes"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,20 +40,79 @@ func AppendWithAlloc(dst []interface{}, list runtime.Object, workers int) ([]int
 	n, from := items.Len(), len(dst)
 	dst = append(dst, make([]interface{}, n)...)
 	out := dst[from:]
+	spread(n, workers, func(i int) { out[i] = copyOut(items, i) })
+	return dst, nil
+}
+
+// copyOut is element i of items in an allocation of its own.
+func copyOut(items reflect.Value, i int) runtime.Object {
+	c := reflect.New(items.Type().Elem())
+	c.Elem().Set(items.Index(i))
+	return c.Interface().(runtime.Object)
+}
+
+// spread calls f for each of 0..n-1: on up to workers goroutines, each a
+// range, when n is at least parallelFrom; else on the calling one. It
+// returns once every call has.
+func spread(n, workers int, f func(i int)) {
+	if workers <= 1 || n < parallelFrom {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
 	per := (n + workers - 1) / workers
 	var wg sync.WaitGroup
 	for lo := 0; lo < n; lo += per {
 		hi := min(lo+per, n)
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				c := reflect.New(items.Type().Elem())
-				c.Elem().Set(items.Index(i))
-				out[i] = c.Interface().(runtime.Object)
+				f(i)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// AppendOwned is AppendWithAlloc for a list whose items were decoded
+// into allocations of their own, owned (in order), and copied into Items
+// from there (see listhint's Owned): each owned item whose element of
+// Items is still, byte for byte, the struct copied from it is appended
+// as it is, being exactly the copy AppendWithAlloc would make; an item
+// changed in Items since is copied out of Items. With owned nil, or not
+// one pointer per element of a slice of structs, it is AppendWithAlloc.
+func AppendOwned(dst []interface{}, list runtime.Object, owned []runtime.Object, workers int) ([]interface{}, error) {
+	items, ok := structItems(list)
+	if owned == nil || !ok || items.Len() != len(owned) {
+		return AppendWithAlloc(dst, list, workers)
+	}
+	elem := items.Type().Elem()
+	for _, o := range owned {
+		if reflect.TypeOf(o) != reflect.PointerTo(elem) || reflect.ValueOf(o).IsNil() {
+			return AppendWithAlloc(dst, list, workers)
+		}
+	}
+	n, from := items.Len(), len(dst)
+	dst = append(dst, make([]interface{}, n)...)
+	out := dst[from:]
+	spread(n, workers, func(i int) {
+		if sameStruct(items.Index(i), reflect.ValueOf(owned[i]).Elem()) {
+			out[i] = owned[i]
+		} else {
+			out[i] = copyOut(items, i)
+		}
+	})
 	return dst, nil
+}
+
+// sameStruct says whether the addressable structs a and b, of one type,
+// hold the same bytes: the same field values, pointers compared as
+// addresses, as a struct copy leaves them (padding included).
+func sameStruct(a, b reflect.Value) bool {
+	size := a.Type().Size()
+	pa := unsafe.Slice((*byte)(a.Addr().UnsafePointer()), size)
+	pb := unsafe.Slice((*byte)(b.Addr().UnsafePointer()), size)
+	return bytes.Equal(pa, pb)
 }
 
 // structItems is list's Items if it is an addressable slice of structs

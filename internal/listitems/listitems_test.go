@@ -82,3 +82,58 @@ func TestLargeListsAreCopiedOut(t *testing.T) {
 		}
 	}
 }
+
+// owned is list's items each copied into an allocation of its own, as a
+// decoder that owns its items hands them over (listdecode's Owned).
+func owned(list *corev1.PodList) []runtime.Object {
+	out := make([]runtime.Object, len(list.Items))
+	for i := range list.Items {
+		p := list.Items[i]
+		out[i] = &p
+	}
+	return out
+}
+
+// TestOwnedItemsAreKept: AppendOwned appends the owned allocations
+// themselves for items unchanged in Items, a copy of Items' element for
+// one changed there since (a field set, a map replaced), and falls back
+// to AppendWithAlloc for owned items that do not match Items one to one;
+// always with EachListItemWithAlloc's values.
+func TestOwnedItemsAreKept(t *testing.T) {
+	for _, n := range []int{3, parallelFrom + 5} {
+		for _, workers := range []int{1, 2} {
+			list := pods(n)
+			own := owned(list)
+			list.Items[1].Spec.NodeName = "moved"
+			list.Items[2].Labels = map[string]string{"replaced": "yes"}
+			want, _ := clientGo(t, list)
+			got, err := AppendOwned([]interface{}{"before"}, list, own, workers)
+			if err != nil || got[0] != "before" || !reflect.DeepEqual(got[1:], want) {
+				t.Fatalf("%d items, %d workers: not client-go's items (%v)", n, workers, err)
+			}
+			for i, o := range got[1:] {
+				kept := o == own[i]
+				if changed := i == 1 || i == 2; kept == changed {
+					t.Fatalf("%d items, %d workers: item %d kept its allocation: %v, want %v", n, workers, i, kept, !changed)
+				}
+			}
+		}
+	}
+	list := pods(3)
+	for name, own := range map[string][]runtime.Object{
+		"too few":    owned(list)[:2],
+		"wrong type": {&corev1.Service{}, &corev1.Service{}, &corev1.Service{}},
+		"nil item":   {(*corev1.Pod)(nil), &list.Items[1], &list.Items[2]},
+	} {
+		got, err := AppendOwned(nil, list, own, 1)
+		want, _ := clientGo(t, list)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: not client-go's items (%v)", name, err)
+		}
+		for i, o := range got {
+			if i < len(own) && o == own[i] {
+				t.Fatalf("%s: item %d kept an allocation that does not match", name, i)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	goruntime "runtime"
 	"sync/atomic"
 	"testing"
@@ -163,5 +164,38 @@ func TestMetadataFallbackItemsGoThroughTheItemFunction(t *testing.T) {
 		if p.ManagedFields != nil {
 			t.Fatalf("%s kept its managedFields", p.Name)
 		}
+	}
+}
+
+// A LIST under a hint reports its items as owned: equal to Items, each
+// in an allocation of its own; without a hint nothing is owned.
+func TestListReportsOwnedItemsUnderAHint(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "9"}}
+	for i := range 20 {
+		list.Items = append(list.Items, *podgen.Pod(i, 9))
+	}
+	var body bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
+		t.Fatal(err)
+	}
+	lw := protobufPods(t, "application/vnd.kubernetes.protobuf", body.Bytes())
+	ctx, h := listhint.With(context.Background(), nil, false)
+	defer h.Close()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*corev1.PodList).Items
+	owned := h.TakeOwned(obj)
+	if len(owned) != len(items) || len(items) != 20 {
+		t.Fatalf("%d items owned of %d, want 20", len(owned), len(items))
+	}
+	for i := range items {
+		if p := owned[i].(*corev1.Pod); p == &items[i] || !reflect.DeepEqual(*p, items[i]) {
+			t.Fatalf("owned item %d is not an equal copy of Items'", i)
+		}
+	}
+	if h.TakeOwned(obj) != nil {
+		t.Fatal("TakeOwned did not forget the list")
 	}
 }

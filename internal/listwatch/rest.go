@@ -147,6 +147,9 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 	in := &readErr{r: body}
 	o := listdecode.Options{Workers: runtime.GOMAXPROCS(0), Meta: meta, Item: h.Item(), Expect: int(opts.Limit),
 		LeaveOutManagedFields: h.LeaveOutManagedFields()}
+	if h != nil {
+		o.Owned = h.Owned
+	}
 	obj, err := r.Decode(ctx, in, o)
 	if err != nil {
 		if in.err != nil && !errors.Is(in.err, io.EOF) {

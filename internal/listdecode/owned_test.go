@@ -1,0 +1,74 @@
+package listdecode
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// TestOwnedItems: with Owned set, a streamed typed list's items are
+// decoded into allocations of their own, handed to Owned once, in order,
+// before Decode returns; Items holds equal copies (that have been through
+// Item, as the allocations have), never the allocations themselves. The
+// list is client-go's, as without Owned.
+func TestOwnedItems(t *testing.T) {
+	const n = 40 // more than two batches
+	for ct, body := range map[string][]byte{ctJSON: jsonOf(t, podList(n)), ctProtobuf: protobufOf(t, podList(n), scheme.Scheme)} {
+		want, wantErr := clientGo(t, Target{Typed: &corev1.PodList{}}, ct, body)
+		mark := func(obj runtime.Object) { obj.(*corev1.Pod).Spec.Hostname = "seen" }
+		if wantErr == nil {
+			for i := range want.(*corev1.PodList).Items {
+				mark(&want.(*corev1.PodList).Items[i])
+			}
+		}
+		for _, workers := range []int{1, 2} {
+			var calls int
+			var gotList runtime.Object
+			var own []runtime.Object
+			o := Options{Workers: workers,
+				Item:  mark,
+				Owned: func(l runtime.Object, items []runtime.Object) { calls, gotList, own = calls+1, l, items },
+			}
+			got, err := Decode(context.Background(), bytes.NewReader(body), Target{Typed: &corev1.PodList{}}, o)
+			if err != nil || wantErr != nil {
+				t.Fatalf("%s: %v (client-go: %v)", ct, err, wantErr)
+			}
+			list := got.(*corev1.PodList)
+			if calls != 1 || gotList != got || len(own) != n {
+				t.Fatalf("%s, %d workers: Owned called %d times, with the list returned: %v, %d items", ct, workers, calls, gotList == got, len(own))
+			}
+			for i := range list.Items {
+				p := own[i].(*corev1.Pod)
+				if p == &list.Items[i] || !reflect.DeepEqual(*p, list.Items[i]) || p.Spec.Hostname != "seen" {
+					t.Fatalf("%s, %d workers: item %d: owned %p is not an equal copy of Items' %p, through Item", ct, workers, i, p, &list.Items[i])
+				}
+			}
+			same(t, ct, got, nil, want, nil)
+		}
+	}
+}
+
+// TestOwnedNotCalled: an unstructured list, and a body decoded whole by
+// the client's decoder, own nothing; Owned is not called.
+func TestOwnedNotCalled(t *testing.T) {
+	cases := map[string]struct {
+		t    Target
+		body []byte
+	}{
+		"unstructured":           {Target{Unstructured: true}, jsonOf(t, podList(3))},
+		"a kind the list is not": {Target{Typed: &corev1.PodList{}}, protobufOf(t, &corev1.ServiceList{Items: []corev1.Service{{}}}, scheme.Scheme)},
+	}
+	for name, c := range cases {
+		called := false
+		_, _ = Decode(context.Background(), bytes.NewReader(c.body), c.t, Options{Workers: 2,
+			Owned: func(runtime.Object, []runtime.Object) { called = true }})
+		if called {
+			t.Errorf("%s: Owned was called", name)
+		}
+	}
+}
