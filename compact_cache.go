@@ -130,7 +130,7 @@ func (c *readCache) unlink(h *hotEntry) {
 // it otherwise.
 func (c *readCache) evictOne() {
 	h := c.hand
-	if h.ref.Swap(false) && !h.rec.retired.Load() {
+	if h.ref.Swap(false) && !h.rec.isRetired() {
 		c.hand = h.next
 		return
 	}
@@ -156,7 +156,7 @@ func (c *readCache) drop(rec *compactRecord) {
 // handlers about to be given it (as the old object of an update, or the
 // deleted one) read it without decoding, while it leaves room sooner than
 // the store's current objects.
-func (c *readCache) retire(rec *compactRecord) { rec.retired.Store(true) }
+func (c *readCache) retire(rec *compactRecord) { rec.retire() }
 
 // bytes is the estimated size of what the cache keeps.
 func (c *readCache) bytes() int64 {

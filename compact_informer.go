@@ -168,6 +168,20 @@ func (g *guardedIndexer) heldForHandlers(key string) (any, bool) {
 	return obj, ok && err == nil
 }
 
+// replaceForHandlers is the compact store's replaceForHandlers (ok
+// false, nothing done, without a compact store).
+func (g *guardedIndexer) replaceForHandlers(list []any, rv string) (olds []any, gone []clientgocache.DeletedFinalStateUnknown, ok bool, err error) {
+	if g.compact == nil {
+		return nil, nil, false, nil
+	}
+	err = g.compactWrite(func() error {
+		var err error
+		olds, gone, err = g.compact.replaceForHandlers(list, rv)
+		return err
+	})
+	return olds, gone, true, err
+}
+
 // allForHandlers is every held object as the handlers are to get them.
 func (g *guardedIndexer) allForHandlers() []any {
 	if g.compact == nil {
@@ -195,6 +209,10 @@ func (g *guardedIndexer) compactStats() *CompactStats {
 type handlerView interface {
 	heldForHandlers(key string) (any, bool)
 	allForHandlers() []any
+	// replaceForHandlers, where ok, has replaced the store's contents
+	// with list and returns what a ReplacedAll tells the handlers (see
+	// compactStore.replaceForHandlers).
+	replaceForHandlers(list []any, rv string) (olds []any, gone []clientgocache.DeletedFinalStateUnknown, ok bool, err error)
 }
 
 // recordKeys wraps a queue's key function so that records are keyed by

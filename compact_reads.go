@@ -206,40 +206,6 @@ func (s *compactStore) indexMore(r *compactRecord, names []string, funcs []Index
 	return err
 }
 
-// Replace makes the store hold exactly list (later duplicates win), at
-// resourceVersion. Records are packed before the lock is taken.
-func (s *compactStore) Replace(list []any, resourceVersion string) error {
-	recs := make([]*compactRecord, len(list))
-	var errs []error
-	for i, obj := range list {
-		r, err := s.pack(obj)
-		if err != nil {
-			return err
-		}
-		if err := r.indexErr(); err != nil {
-			errs = append(errs, err)
-		}
-		recs[i] = r
-	}
-	s.mu.Lock()
-	olds := s.items
-	s.items, s.held, s.encoded = make(map[string]*compactRecord, len(recs)), 0, 0
-	for _, name := range s.names {
-		s.indices[name] = map[string]sets.Set[string]{}
-	}
-	for _, r := range recs {
-		s.put(r)
-	}
-	s.rv = resourceVersion
-	s.mu.Unlock()
-	for k, old := range olds {
-		if s.items[k] != old {
-			s.leave(old)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Resync does nothing: a store has no one to notify.
 func (s *compactStore) Resync() error { return nil }
 

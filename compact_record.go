@@ -35,9 +35,10 @@ type compactRecord struct {
 	// compactStore.stage).
 	fresh atomic.Pointer[hotEntry]
 	pos   int64
-	// retired is set once the record has left its store (see
-	// readCache.retire).
-	retired atomic.Bool
+	// state is the record's bit retired (set once the record has left
+	// its store: see readCache.retire), and above it the number of the
+	// last Replace that listed it (see compactStore.replace).
+	state atomic.Uint32
 	// plain is the length of the encoding, before compression.
 	plain uint32
 }
@@ -214,4 +215,31 @@ func resolveCompact(obj any) any {
 		}
 	}
 	return obj
+}
+
+// The record's state: the bit retired, and the Replace mark above it.
+const (
+	stateRetired   = 1
+	stateMarkShift = 1
+)
+
+// retire marks the record as having left its store.
+func (r *compactRecord) retire() { r.state.Or(stateRetired) }
+
+// isRetired says whether the record has left its store.
+func (r *compactRecord) isRetired() bool { return r.state.Load()&stateRetired != 0 }
+
+// mark records that Replace number m lists the record.
+func (r *compactRecord) mark(m uint32) {
+	for {
+		st := r.state.Load()
+		if r.state.CompareAndSwap(st, st&stateRetired|m<<stateMarkShift) {
+			return
+		}
+	}
+}
+
+// marked says whether Replace number m listed the record.
+func (r *compactRecord) marked(m uint32) bool {
+	return r.state.Load()>>stateMarkShift == m&(1<<(32-stateMarkShift)-1)
 }

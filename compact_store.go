@@ -52,6 +52,8 @@ type compactStore struct {
 	// held and encoded are the records' heap and how many hold bytes.
 	held    int64
 	encoded int
+	// replaces numbers the Replaces, for the records' marks.
+	replaces uint32
 }
 
 var (

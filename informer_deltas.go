@@ -123,25 +123,9 @@ func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
 // (see localReplacer) notifies nothing for the very objects the store
 // held: they did not change.
 func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
-	keys := make([]string, len(info.Objects))
-	listed := make(map[string]struct{}, len(info.Objects))
-	for i, o := range info.Objects {
-		k, err := informerKeyOf(o)
-		if err != nil {
-			return clientgocache.KeyError{Obj: o, Err: err}
-		}
-		keys[i] = k
-		listed[k] = struct{}{}
-	}
-	gone := a.missing(listed)
-	olds := make([]interface{}, len(info.Objects))
-	for i, k := range keys {
-		if old, exists := a.heldByKey(k); exists {
-			olds[i] = old
-		}
-	}
 	local := a.local.take(info)
-	if err := a.store.Replace(info.Objects, info.ResourceVersion); err != nil {
+	olds, gone, err := a.replaceStore(info)
+	if err != nil {
 		return err
 	}
 	a.replaced.add()
@@ -159,6 +143,37 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 		}
 	}
 	return nil
+}
+
+// replaceStore makes the store hold info's objects and returns, for each,
+// what it held under its key before (nil: nothing), and tombstones,
+// sorted by key, for what it held under keys info lacks. A compact store
+// finds these in the pass that replaces (handlerView); any other store
+// is read by key before its Replace.
+func (a deltaApplier) replaceStore(info ReplacedAllInfo) ([]interface{}, []clientgocache.DeletedFinalStateUnknown, error) {
+	if v, ok := a.store.(handlerView); ok {
+		if olds, gone, done, err := v.replaceForHandlers(info.Objects, info.ResourceVersion); done {
+			return olds, gone, err
+		}
+	}
+	keys := make([]string, len(info.Objects))
+	listed := make(map[string]struct{}, len(info.Objects))
+	for i, o := range info.Objects {
+		k, err := informerKeyOf(o)
+		if err != nil {
+			return nil, nil, clientgocache.KeyError{Obj: o, Err: err}
+		}
+		keys[i] = k
+		listed[k] = struct{}{}
+	}
+	gone := a.missing(listed)
+	olds := make([]interface{}, len(info.Objects))
+	for i, k := range keys {
+		if old, exists := a.heldByKey(k); exists {
+			olds[i] = old
+		}
+	}
+	return olds, gone, a.store.Replace(info.Objects, info.ResourceVersion)
 }
 
 // held returns what the store holds under obj's key, as handlers are to
