@@ -296,7 +296,7 @@ func TestCompactPagePacking(t *testing.T) {
 		want[i] = podgen.Pod(i, 1)
 		items[i] = want[i].DeepCopy()
 	}
-	if err := p.page(items, nil); err != nil {
+	if err := p.page(items); err != nil {
 		t.Fatal(err)
 	}
 	if most.Load() != 1 {

@@ -87,11 +87,10 @@ func (p *recordPacker) prepare(obj any) (item any, todo unencoded, err error) {
 
 // page packs a LIST page's items in place. The transform and the key and
 // index functions run on the calling goroutine, in order, as they would
-// in client-go; a record takes the bytes ahead packed of its object, if
-// any; encoding and compressing the others, which call nothing of the
+// in client-go; encoding and compressing, which call nothing of the
 // user's, run in GOMAXPROCS runs side by side, all joined before page
 // returns. The first failure by position is returned.
-func (p *recordPacker) page(items []any, ahead *encodeAhead) error {
+func (p *recordPacker) page(items []any) error {
 	var todo []unencoded
 	for i, it := range items {
 		item, t, err := p.prepare(it)
@@ -99,14 +98,9 @@ func (p *recordPacker) page(items []any, ahead *encodeAhead) error {
 			return err
 		}
 		items[i] = item
-		if t.r == nil {
-			continue
+		if t.r != nil {
+			todo = append(todo, t)
 		}
-		if pa, ok := ahead.take(t.obj); ok {
-			p.store.adopt(t.r, t.obj, pa.data, pa.plain)
-			continue
-		}
-		todo = append(todo, t)
 	}
 	parts := max(1, min(goruntime.GOMAXPROCS(0), len(todo)/packRun))
 	errs := make([]error, parts)
@@ -249,9 +243,9 @@ func (r *Reflector) packWith(p *recordPacker) {
 }
 
 // packAll packs items in place (see packWith and recordPacker.page).
-func (in *intake) packAll(items []any, ahead *encodeAhead) error {
+func (in *intake) packAll(items []any) error {
 	if in == nil || in.pack == nil {
 		return nil
 	}
-	return in.pack.page(items, ahead)
+	return in.pack.page(items)
 }

@@ -137,15 +137,9 @@ func (s *compactStore) encode(r *compactRecord, obj any) error {
 	if err != nil {
 		return fmt.Errorf("packing %s: %w", r.key, err)
 	}
-	s.adopt(r, obj, data, plain)
-	return nil
-}
-
-// adopt gives r the bytes data, obj's packed encoding of plain bytes
-// before compression, and stages obj (see stage).
-func (s *compactStore) adopt(r *compactRecord, obj any, data []byte, plain int) {
 	r.data, r.plain = data, uint32(plain)
 	s.stage(r, obj, r.decodedSize())
+	return nil
 }
 
 // stage keeps obj, r's object just packed, for its first readers. A store

@@ -80,35 +80,16 @@ type pager struct {
 	// steps run where items are decoded, managedFields left out when in
 	// drops them, and pages requested ahead.
 	hint *listhint.Hint
-	// ahead, during one LIST, packs items into compact records where
-	// they are decoded (see encodeAhead); nil when that is not offered.
-	ahead *encodeAhead
 }
 
 // itemFunc is what the ListWatch may run on each item where it decodes
-// it: in's lean steps, then packing ahead into a compact store's bytes
-// (p.ahead, which it sets); nothing when neither applies, or when the
-// store's held objects are looked up first (a relist: see
-// intake.prepare).
+// it: in's lean steps, unless nothing is made lean or the store's held
+// objects are looked up first (a relist: see intake.prepare).
 func (p *pager) itemFunc() listhint.ItemFunc {
-	p.ahead = nil
-	if p.in == nil || p.reuse {
+	if p.in == nil || !p.in.leans() || p.reuse {
 		return nil
 	}
-	p.ahead = p.in.encodeAhead()
-	lean, ahead := p.in.leans(), p.ahead
-	switch {
-	case lean && ahead != nil:
-		return func(obj runtime.Object) {
-			p.in.lean(obj)
-			ahead.encode(obj)
-		}
-	case lean:
-		return p.in.lean
-	case ahead != nil:
-		return ahead.encode
-	}
-	return nil
+	return p.in.lean
 }
 
 // list LISTs with opts, following continue tokens, and gathers the items.
@@ -127,11 +108,9 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (out listed,
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	ctx, p.hint = listhint.With(ctx, p.itemFunc(), p.in.dropsManagedFields())
-	p.hint.CalledOn(p.lister)
 	defer func() {
 		p.hint.Close()
 		out.pagesUnused = p.hint.Unused()
-		p.ahead = nil
 	}()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -232,12 +211,7 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 	if p.in != nil && !p.hint.TookItems(page) {
 		l.reused += p.in.page(l.items[from:], p.reuse)
 	}
-	ahead := p.ahead
-	if !p.hint.TakeUntouched(page) {
-		ahead.forget(l.items[from:])
-		ahead = nil
-	}
-	if err := p.in.packAll(l.items[from:], ahead); err != nil {
+	if err := p.in.packAll(l.items[from:]); err != nil {
 		return "", err
 	}
 	return m.GetContinue(), nil

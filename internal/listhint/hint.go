@@ -30,11 +30,6 @@
 //     item out of Items, for every item whose element of Items is still
 //     what was copied there (a ListerWatcher wrapping ours may have
 //     changed it);
-//   - report with Untouched each list it returns whose items are
-//     unchanged since Item ran on them (true of ours, which change
-//     nothing after): the hint records it only when the Reflector calls
-//     that very ListWatch (CalledOn), so that the Reflector may keep
-//     what its Item made of an item (a compact record's bytes);
 //   - run WatchItem, once taken, on every object of the watch it opens;
 //   - leave managedFields out of what it decodes only if
 //     LeaveOutManagedFields says so;
@@ -55,7 +50,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgocache "k8s.io/client-go/tools/cache"
 )
 
 // ItemFunc is the Reflector's work on one decoded object, which a
@@ -89,13 +83,8 @@ type Hint struct {
 	watchItemized bool
 	// owned holds, for a list, its items decoded into allocations of
 	// their own (Owned), until the Reflector takes them (TakeOwned).
-	owned map[runtime.Object][]runtime.Object
-	// caller is the ListWatch the Reflector calls, if it calls one of
-	// ours (CalledOn); untouched holds the lists that ListWatch returned
-	// (Untouched) until the Reflector asks (TakeUntouched).
-	caller    *clientgocache.ListWatch
-	untouched map[runtime.Object]bool
-	closed    bool
+	owned  map[runtime.Object][]runtime.Object
+	closed bool
 	// unused counts the pages requested ahead and dropped: never taken.
 	unused int
 }
@@ -109,8 +98,7 @@ type key struct{}
 // item runs, so that a decoder may leave them out. The caller must Close
 // the hint.
 func With(ctx context.Context, item ItemFunc, noManagedFields bool) (context.Context, *Hint) {
-	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{},
-		owned: map[runtime.Object][]runtime.Object{}, untouched: map[runtime.Object]bool{}}
+	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}, owned: map[runtime.Object][]runtime.Object{}}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	return context.WithValue(ctx, key{}, h), h
 }
@@ -160,49 +148,6 @@ func (h *Hint) Owned(list runtime.Object, items []runtime.Object) {
 	h.mu.Unlock()
 }
 
-// CalledOn (the Reflector's) records the ListerWatcher whose calls get
-// this hint, before the first: when it is one of our ListWatches (a
-// *ListWatch), that ListWatch can tell that nothing of someone else's
-// stands between it and the Reflector (Untouched).
-func (h *Hint) CalledOn(l any) {
-	if h == nil {
-		return
-	}
-	lw, _ := l.(*clientgocache.ListWatch)
-	h.mu.Lock()
-	h.caller = lw
-	h.mu.Unlock()
-}
-
-// Untouched (the ListWatch's) records that list, returned by self, reaches
-// the Reflector as self decoded it, every item unchanged since Item ran
-// on it: it does, if the Reflector calls self itself (CalledOn), and
-// Untouched records nothing otherwise (a ListerWatcher wrapping self
-// might change the items it passes on).
-func (h *Hint) Untouched(list runtime.Object, self *clientgocache.ListWatch) {
-	if h == nil || self == nil {
-		return
-	}
-	h.mu.Lock()
-	if !h.closed && h.caller == self {
-		h.untouched[list] = true
-	}
-	h.mu.Unlock()
-}
-
-// TakeUntouched (the Reflector's) says whether Untouched recorded list,
-// and forgets it.
-func (h *Hint) TakeUntouched(list runtime.Object) bool {
-	if h == nil {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ok := h.untouched[list]
-	delete(h.untouched, list)
-	return ok
-}
-
 // TakeOwned (the Reflector's) returns what Owned recorded for list (nil
 // if nothing), and forgets it.
 func (h *Hint) TakeOwned(list runtime.Object) []runtime.Object {
@@ -235,7 +180,7 @@ func (h *Hint) Close() {
 	h.mu.Lock()
 	h.closed = true
 	h.dropLocked()
-	h.itemized, h.owned, h.untouched = nil, nil, nil
+	h.itemized, h.owned = nil, nil
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()

@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgocache "k8s.io/client-go/tools/cache"
 )
 
 func opts(token string) metav1.ListOptions {
@@ -206,43 +205,4 @@ func TestUnusedPagesAreCounted(t *testing.T) {
 			t.Fatalf("Unused() = %d, want 3 (b, c, d)", got)
 		}
 	})
-}
-
-// Untouched records a list only for the ListWatch the Reflector calls
-// (CalledOn), never for another one or when the Reflector calls a
-// ListerWatcher that is not a *ListWatch; TakeUntouched forgets it.
-func TestUntouchedOnlyFromTheListWatchCalled(t *testing.T) {
-	ours, theirs := &clientgocache.ListWatch{}, &clientgocache.ListWatch{}
-	for _, c := range []struct {
-		name   string
-		caller any
-		self   *clientgocache.ListWatch
-		want   bool
-	}{
-		{"called directly", ours, ours, true},
-		{"through another ListWatch", theirs, ours, false},
-		{"through another kind of ListerWatcher", struct{ clientgocache.ListerWatcher }{}, ours, false},
-		{"no caller recorded", nil, ours, false},
-		{"no self", ours, nil, false},
-	} {
-		_, h := With(context.Background(), nil, false)
-		if c.caller != nil {
-			h.CalledOn(c.caller)
-		}
-		list := &metav1.List{}
-		h.Untouched(list, c.self)
-		if got := h.TakeUntouched(list); got != c.want {
-			t.Errorf("%s: untouched %v, want %v", c.name, got, c.want)
-		}
-		if h.TakeUntouched(list) {
-			t.Errorf("%s: TakeUntouched did not forget the list", c.name)
-		}
-		h.Close()
-	}
-	var nilHint *Hint
-	nilHint.CalledOn(ours)
-	nilHint.Untouched(&metav1.List{}, ours)
-	if nilHint.TakeUntouched(&metav1.List{}) {
-		t.Error("a nil hint said a list was untouched")
-	}
 }

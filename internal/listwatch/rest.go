@@ -77,35 +77,33 @@ func NewREST(r REST, tweak func(*metav1.ListOptions)) *clientgocache.ListWatch {
 			tweak(opts)
 		}
 	}
-	lw := &clientgocache.ListWatch{}
 	list := func(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) {
 		apply(&opts)
-		return r.list(ctx, opts, lw)
+		return r.list(ctx, opts)
 	}
 	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		apply(&opts)
 		return r.Watch(ctx, opts)
 	}
-	lw.ListFunc = func(opts metav1.ListOptions) (apiruntime.Object, error) { return list(context.Background(), opts) }
-	lw.WatchFunc = func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) }
-	lw.ListWithContextFunc, lw.WatchFuncWithContext = list, watchFn
-	return lw
+	return &clientgocache.ListWatch{
+		ListFunc:             func(opts metav1.ListOptions) (apiruntime.Object, error) { return list(context.Background(), opts) },
+		WatchFunc:            func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) },
+		ListWithContextFunc:  list,
+		WatchFuncWithContext: watchFn,
+	}
 }
 
-// list answers one LIST call of self: from a page requested ahead if the
-// hint has it, else with a request of its own; either way the page after
-// it is requested ahead. The list is reported to the hint as untouched
-// (nothing here changes an item after the hint's Item ran on it).
-func (r REST) list(ctx context.Context, opts metav1.ListOptions, self *clientgocache.ListWatch) (apiruntime.Object, error) {
+// list answers one LIST call: from a page requested ahead if the hint
+// has it, else with a request of its own; either way the page after it is
+// requested ahead.
+func (r REST) list(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) {
 	h := listhint.From(ctx)
 	obj, err, ok := h.Take(ctx, opts)
 	if !ok {
-		obj, err = r.fetch(ctx, opts, h)
-	} else if err == nil {
-		r.ahead(h, opts, obj)
+		return r.fetch(ctx, opts, h)
 	}
 	if err == nil {
-		h.Untouched(obj, self)
+		r.ahead(h, opts, obj)
 	}
 	return obj, err
 }
