@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
 
@@ -46,49 +47,24 @@ func (s *compactStore) replaceForHandlers(list []any, resourceVersion string) (o
 // is only marked), and the records left unmarked are then taken out
 // (gone, sorted by key). With wantPrior, prior[i] is the record the
 // store held under list[i]'s key before (for a key listed twice, the
-// same for both). An error other than index functions' failures
-// leaves the store as it was.
+// same for both). Every record that leaves the store (replaced, gone, or
+// an earlier listing of a key listed twice) is left to the read cache
+// (leave). An error other than index functions' failures leaves the
+// store as it was.
 func (s *compactStore) replace(list []any, resourceVersion string, wantPrior bool) (prior, gone []*compactRecord, err error) {
 	recs, errs, err := s.packAll(list)
 	if err != nil {
 		return nil, nil, err
 	}
-	if wantPrior {
-		prior = make([]*compactRecord, len(recs))
-	}
-	var replaced []*compactRecord
 	s.mu.Lock()
 	m := s.nextReplace()
-	for i, r := range recs {
-		old := s.items[r.key]
-		if old != nil && old.marked(m) {
-			// A key listed twice: what was held before is what the
-			// first listing found.
-			old = nil
-			if wantPrior {
-				old = prior[slices.IndexFunc(recs[:i], func(e *compactRecord) bool { return e.key == r.key })]
-			}
-		} else if old != nil && old != r {
-			replaced = append(replaced, old)
-		}
-		if wantPrior {
-			prior[i] = old
-		}
-		r.mark(m)
-		if s.items[r.key] != r {
-			s.put(r)
-		}
-	}
-	for k, r := range s.items {
-		if !r.marked(m) {
-			s.remove(r)
-			delete(s.items, k)
-			gone = append(gone, r)
-		}
-	}
+	prior, displaced := s.putAll(recs, m, wantPrior)
+	gone = s.sweep(m)
+	s.shrink()
 	s.rv = resourceVersion
+	displaced = slices.DeleteFunc(displaced, func(r *compactRecord) bool { return s.items[r.key] == r })
 	s.mu.Unlock()
-	for _, r := range replaced {
+	for _, r := range displaced {
 		s.leave(r)
 	}
 	for _, r := range gone {
@@ -97,6 +73,102 @@ func (s *compactStore) replace(list []any, resourceVersion string, wantPrior boo
 	slices.SortFunc(gone, func(a, b *compactRecord) int { return strings.Compare(a.key, b.key) })
 	return prior, gone, errors.Join(errs...)
 }
+
+// putAll puts recs in order, each marked m, and returns (with wantPrior)
+// what the store held under each one's key before this Replace, and the
+// records the puts pushed out (some may be put back by a later listing of
+// their key). s.mu is held.
+func (s *compactStore) putAll(recs []*compactRecord, m uint32, wantPrior bool) (prior, displaced []*compactRecord) {
+	if wantPrior {
+		prior = make([]*compactRecord, len(recs))
+	}
+	// first is, once a key listed twice is met (with wantPrior), the index
+	// of each key's first listing.
+	var first map[string]int
+	for i, r := range recs {
+		old := s.items[r.key]
+		if wantPrior {
+			before := old
+			if old != nil && old.marked(m) {
+				// Listed before in this Replace: what was held before is
+				// what the first listing found.
+				first = firstListings(first, recs, i)
+				before = prior[first[r.key]]
+			} else if first != nil {
+				first[r.key] = i
+			}
+			prior[i] = before
+		}
+		r.mark(m)
+		if old != r {
+			if old != nil {
+				displaced = append(displaced, old)
+			}
+			s.put(r)
+		}
+	}
+	return prior, displaced
+}
+
+// firstListings is first, or (when nil) the index of the first listing
+// of each key among recs[:i], made once.
+func firstListings(first map[string]int, recs []*compactRecord, i int) map[string]int {
+	if first != nil {
+		return first
+	}
+	first = make(map[string]int, i)
+	for j, r := range recs[:i] {
+		if _, seen := first[r.key]; !seen {
+			first[r.key] = j
+		}
+	}
+	return first
+}
+
+// sweep takes out the records not marked m, and returns them. s.mu is
+// held.
+func (s *compactStore) sweep(m uint32) (gone []*compactRecord) {
+	for k, r := range s.items {
+		if !r.marked(m) {
+			s.remove(r)
+			delete(s.items, k)
+			gone = append(gone, r)
+		}
+	}
+	return gone
+}
+
+// shrink makes the map and the indexes afresh when the store holds less
+// than a quarter of the most it held since they were made: a Go map keeps
+// its size when entries are deleted, and a Replace changes the store in
+// place. s.mu is held.
+func (s *compactStore) shrink() {
+	s.widest = max(s.widest, len(s.items))
+	if s.widest < shrinkFloor || 4*len(s.items) >= s.widest {
+		return
+	}
+	items := make(map[string]*compactRecord, len(s.items))
+	for k, r := range s.items {
+		items[k] = r
+	}
+	s.items, s.widest = items, len(items)
+	for _, name := range s.names {
+		s.indices[name] = map[string]sets.Set[string]{}
+	}
+	for _, r := range s.items {
+		for i, name := range s.names {
+			if i < len(r.idx) {
+				for _, v := range r.idx[i] {
+					s.indexAdd(name, v, r.key)
+				}
+			}
+		}
+	}
+}
+
+// shrinkFloor is the fewest records a store must have held for shrink to
+// make its maps afresh.
+const shrinkFloor = 1024
 
 // packAll packs every element of list (a record is taken as it is), and
 // returns the index functions' failures apart: they do not stop a

@@ -165,3 +165,86 @@ func TestRecordMarkKeepsRetired(t *testing.T) {
 		t.Fatalf("after the last number came %d, want 1", m)
 	}
 }
+
+// A key listed twice, its held record first or last: the record that
+// ends up held stays in the read cache and is not retired; the one pushed
+// out leaves (retired in an informer's store, dropped from the cache in
+// a store of its own).
+func TestCompactReplaceKeyListedTwiceLeavesTheOneOut(t *testing.T) {
+	for _, notifies := range []bool{false, true} {
+		for _, heldFirst := range []bool{true, false} {
+			s := newCompactStore(MetaNamespaceKeyFunc, compactIndexers(), CompactOptions{ReadCacheBytes: 1 << 20})
+			s.notifies = notifies
+			pod := podgen.Pod(1, 5)
+			if err := s.Add(pod); err != nil {
+				t.Fatal(err)
+			}
+			held, _ := s.record(podKey(pod))
+			if _, err := held.object(); err != nil {
+				t.Fatal(err)
+			}
+			changed := pod.DeepCopy()
+			changed.ResourceVersion = "6"
+			list := []any{held, changed}
+			if !heldFirst {
+				list = []any{changed, held}
+			}
+			if err := s.Replace(list, "7"); err != nil {
+				t.Fatal(err)
+			}
+			now, _ := s.record(podKey(pod))
+			out := held
+			if !heldFirst {
+				if now != held {
+					t.Fatalf("notifies %v: the last listing, the held record, is not what is held", notifies)
+				}
+				// The changed object's record, put then pushed out.
+				out = nil
+			} else if now == held {
+				t.Fatalf("notifies %v: the held record is still held after a later listing of its key", notifies)
+			}
+			if now.isRetired() {
+				t.Errorf("notifies %v, held first %v: the record held is retired", notifies, heldFirst)
+			}
+			if out == nil {
+				continue
+			}
+			if notifies && !out.isRetired() {
+				t.Errorf("notifies %v: the record pushed out was not retired", notifies)
+			}
+			if !notifies && out.hot.Load() != nil {
+				t.Errorf("notifies %v: the record pushed out is still in the read cache", notifies)
+			}
+		}
+	}
+}
+
+// After a Replace that leaves a quarter or less of what the store held,
+// its map and indexes are made afresh (a Go map keeps its size), and it
+// reads as client-go's indexer does.
+func TestCompactReplaceShrinksItsMaps(t *testing.T) {
+	want := clientgocache.NewIndexer(MetaNamespaceKeyFunc, compactIndexers())
+	got := newCompactStore(MetaNamespaceKeyFunc, compactIndexers(), CompactOptions{})
+	var all []any
+	for i := range 2 * shrinkFloor {
+		all = append(all, podgen.Pod(i, i+1))
+	}
+	for _, s := range []Indexer{want, got} {
+		if err := s.Replace(all, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.widest != len(all) {
+		t.Fatalf("widest %d after holding %d", got.widest, len(all))
+	}
+	few := all[:len(all)/5]
+	for _, s := range []Indexer{want, got} {
+		if err := s.Replace(few, "2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.widest != len(few) {
+		t.Fatalf("the maps were not made afresh: widest %d, holding %d", got.widest, len(few))
+	}
+	compareStores(t, want, got)
+}

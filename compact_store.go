@@ -52,8 +52,10 @@ type compactStore struct {
 	// held and encoded are the records' heap and how many hold bytes.
 	held    int64
 	encoded int
-	// replaces numbers the Replaces, for the records' marks.
+	// replaces numbers the Replaces, for the records' marks; widest is
+	// the most records held since the maps were made (see shrink).
 	replaces uint32
+	widest   int
 }
 
 var (

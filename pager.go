@@ -93,7 +93,9 @@ func (p *pager) itemFunc() listhint.ItemFunc {
 }
 
 // list LISTs with opts, following continue tokens, and gathers the items.
-// Each item is copied out of its page, so the store never pins whole pages.
+// Each item is in an allocation of its own (copied out of its page, or as
+// our ListWatch decoded it: listitems.AppendOwned), so the store never
+// pins whole pages.
 // A continued page that fails transiently is retried from its token (see
 // pageRetry); if a continue token expires, list falls back to one
 // unpaginated LIST at the original resourceVersion. list owns opts while it

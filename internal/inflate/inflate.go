@@ -7,7 +7,8 @@
 // reader's goroutine, in front of everything that reader does. Ahead puts
 // such a body behind a stage of its own, a goroutine that reads (and so
 // inflates) ahead of the consumer into a bounded set of buffers, so that
-// inflating overlaps splitting and decoding wherever a core is free.
+// inflating overlaps splitting and decoding wherever a core is free; at
+// GOMAXPROCS 1, where nothing could overlap, it leaves the body as it is.
 //
 // The stage changes nothing else: the bytes and the errors the consumer
 // reads are those the body gives, in the same order, the last error

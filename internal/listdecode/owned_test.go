@@ -17,7 +17,12 @@ import (
 // Item, as the allocations have), never the allocations themselves. The
 // list is client-go's, as without Owned.
 func TestOwnedItems(t *testing.T) {
-	const n = 40 // more than two batches
+	for _, n := range []int{40, parallelCopy + 5} { // more than two batches; enough to gather on every worker
+		testOwnedItems(t, n)
+	}
+}
+
+func testOwnedItems(t *testing.T, n int) {
 	for ct, body := range map[string][]byte{ctJSON: jsonOf(t, podList(n)), ctProtobuf: protobufOf(t, podList(n), scheme.Scheme)} {
 		want, wantErr := clientGo(t, Target{Typed: &corev1.PodList{}}, ct, body)
 		mark := func(obj runtime.Object) { obj.(*corev1.Pod).Spec.Hostname = "seen" }

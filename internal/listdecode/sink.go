@@ -191,7 +191,8 @@ func (s *sink) close() {
 }
 
 // items is the Items slice of the n items handed in, in order; call after
-// close. Items that fill at least half of the first chunk, the only one,
+// close. Items the sink owns are gathered (see gather). Otherwise, items
+// that fill at least half of the first chunk, the only one,
 // are that chunk, uncopied (a short last page is copied, so that the list
 // holds no more than twice its items); otherwise the chunks are copied
 // into one slice, by the workers at once

@@ -82,9 +82,11 @@ type Hint struct {
 	itemized      map[runtime.Object]bool
 	watchItemized bool
 	// owned holds, for a list, its items decoded into allocations of
-	// their own (Owned), until the Reflector takes them (TakeOwned).
-	owned  map[runtime.Object][]runtime.Object
-	closed bool
+	// their own (Owned), numbered in the order reported (ownedSeq), until
+	// the Reflector takes them or they are too old to be (TakeOwned).
+	owned    map[runtime.Object]ownedItems
+	ownedSeq uint64
+	closed   bool
 	// unused counts the pages requested ahead and dropped: never taken.
 	unused int
 }
@@ -98,7 +100,7 @@ type key struct{}
 // item runs, so that a decoder may leave them out. The caller must Close
 // the hint.
 func With(ctx context.Context, item ItemFunc, noManagedFields bool) (context.Context, *Hint) {
-	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}, owned: map[runtime.Object][]runtime.Object{}}
+	h := &Hint{item: item, noManagedFields: noManagedFields, itemized: map[runtime.Object]bool{}, owned: map[runtime.Object]ownedItems{}}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	return context.WithValue(ctx, key{}, h), h
 }
@@ -135,6 +137,13 @@ func (h *Hint) Itemized(list runtime.Object) {
 	h.mu.Unlock()
 }
 
+// ownedItems are a list's items in allocations of their own, and the
+// number of the report.
+type ownedItems struct {
+	items []runtime.Object
+	seq   uint64
+}
+
 // Owned (the ListWatch's) records that items are list's items, in order,
 // each in an allocation of its own that list's Items holds a copy of.
 func (h *Hint) Owned(list runtime.Object, items []runtime.Object) {
@@ -143,22 +152,33 @@ func (h *Hint) Owned(list runtime.Object, items []runtime.Object) {
 	}
 	h.mu.Lock()
 	if !h.closed {
-		h.owned[list] = items
+		h.ownedSeq++
+		h.owned[list] = ownedItems{items: items, seq: h.ownedSeq}
 	}
 	h.mu.Unlock()
 }
 
 // TakeOwned (the Reflector's) returns what Owned recorded for list (nil
-// if nothing), and forgets it.
+// if nothing), and forgets it; it also forgets every report but the
+// MaxAhead+1 latest, those of the pages that may still be taken (at most
+// MaxAhead are requested ahead of the one taken), so that lists nobody
+// takes (a ListerWatcher wrapping ours returned others) do not pile up
+// until the LIST ends.
 func (h *Hint) TakeOwned(list runtime.Object) []runtime.Object {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	items := h.owned[list]
+	o := h.owned[list]
 	delete(h.owned, list)
-	return items
+	oldest := h.ownedSeq - min(h.ownedSeq, MaxAhead+1)
+	for l, e := range h.owned {
+		if e.seq <= oldest {
+			delete(h.owned, l)
+		}
+	}
+	return o.items
 }
 
 // TookItems (the Reflector's) says whether list's items have been through Item, and forgets

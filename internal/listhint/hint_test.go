@@ -206,3 +206,29 @@ func TestUnusedPagesAreCounted(t *testing.T) {
 		}
 	})
 }
+
+// TakeOwned gives a list's owned items once, and keeps no more than the
+// MaxAhead+1 latest reports besides, whether or not the list taken was
+// reported.
+func TestTakeOwnedForgetsWhatIsNotTaken(t *testing.T) {
+	_, h := With(context.Background(), nil, false)
+	defer h.Close()
+	lists := make([]*metav1.List, 6)
+	for i := range lists {
+		lists[i] = &metav1.List{}
+		h.Owned(lists[i], []runtime.Object{lists[i]})
+	}
+	if got := h.TakeOwned(lists[1]); len(got) != 1 || got[0] != lists[1] {
+		t.Fatalf("TakeOwned(lists[1]) = %v", got)
+	}
+	if h.TakeOwned(lists[0]) != nil || h.TakeOwned(lists[1]) != nil {
+		t.Fatal("a report older than the MaxAhead+1 latest, or the list taken, is still there")
+	}
+	h.TakeOwned(&metav1.List{}) // never reported: keeps the MaxAhead+1 latest
+	if n := len(h.owned); n != MaxAhead+1 {
+		t.Fatalf("%d reports kept after a list never reported, want %d", n, MaxAhead+1)
+	}
+	if h.TakeOwned(lists[5]) == nil {
+		t.Fatal("the latest report was dropped")
+	}
+}

@@ -170,8 +170,9 @@ func (r REST) stream(ctx context.Context, opts metav1.ListOptions) (io.ReadClose
 
 // streamRetrying sends the request req makes and returns its body; a body
 // net/http inflates as it is read (the server gzipped it for a transport
-// that asked) comes behind a stage of its own (inflate.Ahead), so that the
-// inflating runs ahead of the splitter and decoders. A
+// that asked) comes behind a stage of its own (inflate.Ahead, from
+// GOMAXPROCS 2 on), so that the inflating runs ahead of the splitter and
+// decoders. A
 // transport failure before any response is tried again a second later, up
 // to maxTransportRetries times, as Request.Do and Request.Watch try a GET
 // again. exhausted says the last try failed so (err is its error).
