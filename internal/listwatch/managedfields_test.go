@@ -42,19 +42,28 @@ func protobufPods(t *testing.T, contentType string, body []byte) *clientgocache.
 	return listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
 }
 
-// A LIST under a hint that says managedFields are dropped anyway decodes
-// protobuf Pods without them, even with no item function to drop them;
-// without the hint they are decoded.
-func TestListLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
+// listedPods is how many Pods twentyProtobufPods serves.
+const listedPods = 20
+
+// twentyProtobufPods is protobufPods serving a protobuf list of
+// listedPods realistic Pods.
+func twentyProtobufPods(t *testing.T) *clientgocache.ListWatch {
 	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "9"}}
-	for i := range 20 {
+	for i := range listedPods {
 		list.Items = append(list.Items, *podgen.Pod(i, 9))
 	}
 	var body bytes.Buffer
 	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
 		t.Fatal(err)
 	}
-	lw := protobufPods(t, "application/vnd.kubernetes.protobuf", body.Bytes())
+	return protobufPods(t, "application/vnd.kubernetes.protobuf", body.Bytes())
+}
+
+// A LIST under a hint that says managedFields are dropped anyway decodes
+// protobuf Pods without them, even with no item function to drop them;
+// without the hint they are decoded.
+func TestListLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
+	lw := twentyProtobufPods(t)
 	for _, leaveOut := range []bool{false, true} {
 		ctx, h := listhint.With(context.Background(), nil, leaveOut)
 		obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
@@ -63,8 +72,8 @@ func TestListLeavesOutManagedFieldsWhenTheHintSaysSo(t *testing.T) {
 			t.Fatal(err)
 		}
 		pods := obj.(*corev1.PodList).Items
-		if len(pods) != len(list.Items) {
-			t.Fatalf("%d Pods listed, want %d", len(pods), len(list.Items))
+		if len(pods) != listedPods {
+			t.Fatalf("%d Pods listed, want %d", len(pods), listedPods)
 		}
 		for _, p := range pods {
 			if got := len(p.ManagedFields) > 0; got == leaveOut {
@@ -170,15 +179,7 @@ func TestMetadataFallbackItemsGoThroughTheItemFunction(t *testing.T) {
 // A LIST under a hint reports its items as owned: equal to Items, each
 // in an allocation of its own; without a hint nothing is owned.
 func TestListReportsOwnedItemsUnderAHint(t *testing.T) {
-	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "9"}}
-	for i := range 20 {
-		list.Items = append(list.Items, *podgen.Pod(i, 9))
-	}
-	var body bytes.Buffer
-	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
-		t.Fatal(err)
-	}
-	lw := protobufPods(t, "application/vnd.kubernetes.protobuf", body.Bytes())
+	lw := twentyProtobufPods(t)
 	ctx, h := listhint.With(context.Background(), nil, false)
 	defer h.Close()
 	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
@@ -187,8 +188,8 @@ func TestListReportsOwnedItemsUnderAHint(t *testing.T) {
 	}
 	items := obj.(*corev1.PodList).Items
 	owned := h.TakeOwned(obj)
-	if len(owned) != len(items) || len(items) != 20 {
-		t.Fatalf("%d items owned of %d, want 20", len(owned), len(items))
+	if len(owned) != len(items) || len(items) != listedPods {
+		t.Fatalf("%d items owned of %d, want %d", len(owned), len(items), listedPods)
 	}
 	for i := range items {
 		if p := owned[i].(*corev1.Pod); p == &items[i] || !reflect.DeepEqual(*p, items[i]) {
