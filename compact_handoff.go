@@ -46,13 +46,7 @@ func newHandoffBudget(limit int64) *handoffBudget {
 // chargeAhead is charge for the warmer, which may take half the budget
 // at most: the rest stays for the listeners, so that the first to decode
 // an object the warmer has not reached can hold it for the others.
-func (b *handoffBudget) chargeAhead(n int64) bool {
-	if b.used.Add(n) > b.limit.Load()/2 {
-		b.used.Add(-n)
-		return false
-	}
-	return true
-}
+func (b *handoffBudget) chargeAhead(n int64) bool { return b.chargeWithin(n, b.limit.Load()/2) }
 
 // give gives n bytes back.
 func (b *handoffBudget) give(n int64) {
@@ -61,8 +55,11 @@ func (b *handoffBudget) give(n int64) {
 }
 
 // charge takes n bytes of the budget, if there is room.
-func (b *handoffBudget) charge(n int64) bool {
-	if b.used.Add(n) > b.limit.Load() {
+func (b *handoffBudget) charge(n int64) bool { return b.chargeWithin(n, b.limit.Load()) }
+
+// chargeWithin takes n bytes if what is taken stays within limit.
+func (b *handoffBudget) chargeWithin(n, limit int64) bool {
+	if b.used.Add(n) > limit {
 		b.used.Add(-n)
 		return false
 	}

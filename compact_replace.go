@@ -156,13 +156,7 @@ func (s *compactStore) shrink() {
 		s.indices[name] = map[string]sets.Set[string]{}
 	}
 	for _, r := range s.items {
-		for i, name := range s.names {
-			if i < len(r.idx) {
-				for _, v := range r.idx[i] {
-					s.indexAdd(name, v, r.key)
-				}
-			}
-		}
+		s.indexRecord(r)
 	}
 }
 

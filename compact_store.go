@@ -321,12 +321,17 @@ func (s *compactStore) put(r *compactRecord) *compactRecord {
 	if r.pk != nil {
 		s.encoded++
 	}
+	s.indexRecord(r)
+	return old
+}
+
+// indexRecord adds r's key under each of its index values. s.mu is held.
+func (s *compactStore) indexRecord(r *compactRecord) {
 	for i, name := range s.names {
 		for _, v := range r.idx[i] {
 			s.indexAdd(name, v, r.key)
 		}
 	}
-	return old
 }
 
 // remove takes r out of the indexes and the figures (not out of items).
