@@ -29,6 +29,9 @@ import (
 //     and unstructured objects, come back reflect.DeepEqual.
 //   - List and a ByIndex of many objects decode each one not in the read
 //     cache: reading the whole of a large store costs a decode per object.
+//   - An informer's handlers get an object a relist found unchanged as
+//     one object for OnUpdate's old and new (as a resync gives it), where
+//     client-go gives the held object and the listed copy.
 type CompactOptions struct {
 	// ReadCacheBytes bounds the decoded objects kept for reads, estimated
 	// at three times their encoding's length; negative keeps none (every

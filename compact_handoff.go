@@ -152,8 +152,29 @@ func handOffAll(n notification, k int) notification {
 	if n.kind == notifySnapshot {
 		return n
 	}
-	n.old, n.obj = handOff(n.old, k), handOff(n.obj, k)
+	n.old, n.obj = handOffPair(n.old, n.obj, k)
 	return n
+}
+
+// handOffPair hands off an update's old and new objects to k listeners:
+// one record as both (an object a relist found unchanged, a resync) is
+// one handoff, which each listener takes twice and so decodes once.
+func handOffPair(old, obj any, k int) (any, any) {
+	if r, ok := obj.(*compactRecord); ok && old == obj && r.pk != nil {
+		h := handOff(obj, 2*k)
+		return h, h
+	}
+	return handOff(old, k), handOff(obj, k)
+}
+
+// handoffsOf returns the distinct handoffs among old and obj (nil for
+// none).
+func handoffsOf(old, obj any) (hs [2]*handoff) {
+	hs[0], _ = old.(*handoff)
+	if h, ok := obj.(*handoff); ok && h != hs[0] {
+		hs[1] = h
+	}
+	return hs
 }
 
 // abandonAll abandons n's handoffs.

@@ -21,7 +21,7 @@ type warmer struct {
 	done chan struct{}
 
 	mu      sync.Mutex // guards what follows
-	queue   []*handoff
+	queue   []warmItem
 	head    int
 	stopped bool
 	// wake holds a signal when the queue may have grown or the warmer
@@ -29,28 +29,49 @@ type warmer struct {
 	wake chan struct{}
 }
 
+// warmItem is a handoff to warm, or a batch whose objects' handoffs are
+// warmed from object at on.
+type warmItem struct {
+	h  *handoff
+	b  *replaceBatch
+	at int
+}
+
 // newWarmer returns a warmer of the handoffs charged to budget.
 func newWarmer(budget *handoffBudget) *warmer {
 	return &warmer{budget: budget, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// add queues n's handoffs that hold nothing yet.
+// add queues n's handoffs.
 func (w *warmer) add(n notification) {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
-	added := false
-	for _, o := range []any{n.old, n.obj} {
-		if h, ok := o.(*handoff); ok && !w.stopped {
-			w.queue = append(w.queue, h)
-			added = true
+	for _, h := range handoffsOf(n.old, n.obj) {
+		if h != nil {
+			w.queue1(warmItem{h: h})
 		}
 	}
-	w.mu.Unlock()
-	if added {
-		poke(w.wake)
+}
+
+// addBatch queues b's objects, whose handoffs are made as the warmer
+// reaches them (unless a listener did first).
+func (w *warmer) addBatch(b *replaceBatch) {
+	if w != nil && b.slots != nil {
+		w.queue1(warmItem{b: b})
 	}
+}
+
+// queue1 queues it, unless the warmer was stopped.
+func (w *warmer) queue1(it warmItem) {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	w.queue = append(w.queue, it)
+	w.mu.Unlock()
+	poke(w.wake)
 }
 
 // stop ends every run; what is queued is dropped.
@@ -65,8 +86,19 @@ func (w *warmer) stop() {
 	close(w.done)
 }
 
-// next waits for the oldest queued handoff; false once stopped.
-func (w *warmer) next() (*handoff, bool) {
+// next waits for the oldest queued item and returns its handoffs (a
+// batch's next object's); false once stopped.
+func (w *warmer) next() ([2]*handoff, bool) {
+	it, at, ok := w.nextItem()
+	if !ok || it.b == nil {
+		return [2]*handoff{it.h}, ok
+	}
+	return it.b.ahead(at), true
+}
+
+// nextItem waits for the oldest queued item, and for a batch, takes its
+// next object (at); false once stopped.
+func (w *warmer) nextItem() (warmItem, int, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.head == len(w.queue) && !w.stopped {
@@ -78,10 +110,18 @@ func (w *warmer) next() (*handoff, bool) {
 		w.mu.Lock()
 	}
 	if w.stopped {
-		return nil, false
+		return warmItem{}, 0, false
 	}
-	h := w.queue[w.head]
-	w.queue[w.head] = nil
+	it := &w.queue[w.head]
+	at := it.at
+	if it.b != nil {
+		if it.at++; it.at < len(it.b.objs) {
+			poke(w.wake) // more for a sibling
+			return *it, at, true
+		}
+	}
+	item := *it
+	w.queue[w.head] = warmItem{}
 	if w.head++; w.head == len(w.queue) {
 		w.queue, w.head = w.queue[:0], 0
 		if cap(w.queue) > keptBacklog {
@@ -90,30 +130,41 @@ func (w *warmer) next() (*handoff, bool) {
 	} else {
 		poke(w.wake) // more for a sibling
 	}
-	return h, true
+	return item, at, true
 }
 
 // run warms handoffs until stopped.
 func (w *warmer) run() {
 	for {
-		h, ok := w.next()
+		hs, ok := w.next()
 		if !ok {
 			return
 		}
-		if !h.wanted() {
-			continue
-		}
-		size := h.rec.decodedSize()
-		for !w.budget.chargeAhead(size) {
-			select {
-			case <-w.budget.room:
-			case <-w.done:
+		for _, h := range hs {
+			if h != nil && !w.warmOne(h) {
 				return
 			}
 		}
-		poke(w.budget.room) // room may be left for a sibling
-		h.warm(size)
 	}
+}
+
+// warmOne decodes h ahead, once there is room in the budget, unless
+// no listener needs it; false if the warmer was stopped meanwhile.
+func (w *warmer) warmOne(h *handoff) bool {
+	if !h.wanted() {
+		return true
+	}
+	size := h.rec.decodedSize()
+	for !w.budget.chargeAhead(size) {
+		select {
+		case <-w.budget.room:
+		case <-w.done:
+			return false
+		}
+	}
+	poke(w.budget.room) // room may be left for a sibling
+	h.warm(size)
+	return true
 }
 
 // poke leaves a signal in c (capacity 1) unless one is there.

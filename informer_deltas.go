@@ -132,17 +132,37 @@ func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) err
 	for _, t := range gone {
 		a.handler.OnDelete(t)
 	}
-	for i, o := range info.Objects {
+	kind := func(i int) batchKind {
 		switch {
 		case olds[i] == nil:
-			a.handler.OnAdd(o, isInInitialList)
-		case local && repr.Same(olds[i], o):
+			return batchAdd
+		case local && repr.Same(olds[i], info.Objects[i]):
 			// Kept by a merged reshard as it was: nothing happened to it.
-		default:
+			return batchSkip
+		case sameResourceVersion(olds[i], info.Objects[i]):
+			return batchSame
+		}
+		return batchChanged
+	}
+	if q, ok := a.handler.(batchQueuer); ok {
+		q.queueBatch(newReplaceBatch(info.Objects, olds, isInInitialList, kind))
+		return nil
+	}
+	for i, o := range info.Objects {
+		switch kind(i) {
+		case batchAdd:
+			a.handler.OnAdd(o, isInInitialList)
+		case batchChanged, batchSame:
 			a.handler.OnUpdate(olds[i], o)
 		}
 	}
 	return nil
+}
+
+// batchQueuer is a handler that takes a ReplacedAll's adds and updates as
+// one batch (a shared informer's listeners: see replaceBatch).
+type batchQueuer interface {
+	queueBatch(b *replaceBatch)
 }
 
 // replaceStore makes the store hold info's objects and returns, for each,

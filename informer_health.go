@@ -204,7 +204,7 @@ func (p *processor) stats(now time.Time) []HandlerStats {
 // stats returns the listener's figures at now.
 func (l *listener) stats(now time.Time) HandlerStats {
 	l.mu.Lock()
-	backlog, most := len(l.backlog)-l.head, l.mostPending
+	backlog, most := len(l.backlog)-l.head+l.batched, l.mostPending
 	l.mu.Unlock()
 	st := HandlerStats{
 		Name:           l.name,

@@ -23,6 +23,9 @@ const (
 	notifyDelete
 	// notifySnapshot hands a SnapshotHandler the *Snapshot in obj.
 	notifySnapshot
+	// notifyBatch stands for the notifications of the *replaceBatch in
+	// obj, made one at a time as the listener reaches them (see next).
+	notifyBatch
 )
 
 // pauseAfterPanic is how long a handler that panicked (with
@@ -34,8 +37,11 @@ const pauseAfterPanic = time.Second
 // notification is one handler call waiting in a listener's backlog. It is
 // a plain struct, so queueing it boxes nothing.
 type notification struct {
-	kind     notifyKind
-	initial  bool
+	kind    notifyKind
+	initial bool
+	// syncing, for a notifyBatch, says the listener's resync was due when
+	// the batch was queued (see replaceBatch.memberOf).
+	syncing  bool
 	old, obj interface{}
 }
 
@@ -57,7 +63,12 @@ type listener struct {
 	mu      sync.Mutex
 	backlog []notification
 	head    int
-	stopped bool
+	// at is the place in the batch at the head of the backlog, if one is
+	// (the next object to reach); batched is what the batches in the
+	// backlog have still to tell, less one per batch (each counts one in
+	// the backlog's length).
+	at, batched int
+	stopped     bool
 	// wake holds a signal when the backlog may have grown or the listener
 	// was stopped.
 	wake chan struct{}
@@ -101,24 +112,41 @@ func newListener(logger klog.Logger, h ResourceEventHandler, requested, effectiv
 
 // add queues n; it never blocks on the handler.
 func (l *listener) add(n notification) {
-	if n.kind == notifyAdd && n.initial {
+	told := 1
+	switch b, _ := n.obj.(*replaceBatch); {
+	case n.kind == notifyAdd && n.initial:
 		l.sync.start()
+	case n.kind == notifyBatch:
+		if told = b.told(n.syncing); b.initial {
+			l.sync.startAll(b.adds)
+		}
 	}
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
-		abandonAll(n)
+		abandonQueued(n, 0)
 		return
 	}
+	l.batched += told - 1
 	if l.head > 0 && len(l.backlog) == cap(l.backlog) && l.head >= len(l.backlog)/2 {
 		n := copy(l.backlog, l.backlog[l.head:])
 		clear(l.backlog[n:])
 		l.backlog, l.head = l.backlog[:n], 0
 	}
 	l.backlog = append(l.backlog, n)
-	l.mostPending = max(l.mostPending, len(l.backlog)-l.head)
+	l.mostPending = max(l.mostPending, len(l.backlog)-l.head+l.batched)
 	l.mu.Unlock()
 	l.signal()
+}
+
+// abandonQueued gives up n, a notification queued and not delivered: its
+// handoffs, or for a batch, the listener's place in it from object at.
+func abandonQueued(n notification, at int) {
+	if n.kind == notifyBatch {
+		n.obj.(*replaceBatch).leave(at, n.syncing)
+		return
+	}
+	abandonAll(n)
 }
 
 func (l *listener) signal() { poke(l.wake) }
@@ -128,34 +156,72 @@ func (l *listener) signal() { poke(l.wake) }
 func (l *listener) stop() {
 	l.mu.Lock()
 	l.stopped = true
-	dropped := l.backlog[l.head:]
-	l.backlog, l.head = nil, 0
+	dropped, at := l.backlog[l.head:], l.at
+	l.backlog, l.head, l.at, l.batched = nil, 0, 0, 0
 	l.mu.Unlock()
-	for _, n := range dropped {
-		abandonAll(n)
+	for i, n := range dropped {
+		if i > 0 {
+			at = 0
+		}
+		abandonQueued(n, at)
 	}
 	l.signal()
 }
 
-// next waits for the oldest queued notification; false once stopped.
+// next waits for the oldest queued notification (a batch's next one it
+// tells the listener of); false once stopped.
 func (l *listener) next() (notification, bool) {
 	l.mu.Lock()
-	for len(l.backlog) == l.head && !l.stopped {
-		l.mu.Unlock()
-		<-l.wake
-		l.mu.Lock()
-	}
 	defer l.mu.Unlock()
-	if l.stopped {
-		return notification{}, false
+	for {
+		for len(l.backlog) == l.head && !l.stopped {
+			l.mu.Unlock()
+			<-l.wake
+			l.mu.Lock()
+		}
+		if l.stopped {
+			return notification{}, false
+		}
+		n := l.backlog[l.head]
+		if n.kind != notifyBatch {
+			l.pop()
+			return n, true
+		}
+		if item, ok := l.fromBatch(n); ok {
+			return item, true
+		}
 	}
-	n := l.backlog[l.head]
+}
+
+// fromBatch moves the listener's place in n, the batch at the head of
+// the backlog, on by one object, and returns its notification, if the
+// listener is told of it. l.mu is held.
+func (l *listener) fromBatch(n notification) (notification, bool) {
+	b := n.obj.(*replaceBatch)
+	var item notification
+	ok := false
+	if l.at < len(b.objs) {
+		item, ok = b.item(l.at, n.syncing)
+		l.at++
+	}
+	if ok {
+		l.batched--
+	}
+	if l.at == len(b.objs) {
+		l.at = 0
+		l.batched++ // the batch's own count goes with it
+		l.pop()
+	}
+	return item, ok
+}
+
+// pop takes the head of the backlog off. l.mu is held.
+func (l *listener) pop() {
 	l.backlog[l.head] = notification{}
 	l.head++
 	if l.head == len(l.backlog) {
 		l.drained()
 	}
-	return n, true
 }
 
 // keptBacklog is the capacity, in notifications (40 bytes each), a
@@ -174,11 +240,12 @@ func (l *listener) drained() {
 	l.backlog = l.backlog[:0]
 }
 
-// pending is the number of queued notifications.
+// pending is the number of queued notifications (a batch counts what it
+// has still to tell).
 func (l *listener) pending() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.backlog) - l.head
+	return len(l.backlog) - l.head + l.batched
 }
 
 // run delivers notifications until the listener is stopped, writing the

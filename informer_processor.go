@@ -116,6 +116,27 @@ func (p *processor) distribute(n notification, resync bool) {
 	p.warm.add(n)
 }
 
+// distributeBatch queues b to every listener, each one's entry saying
+// whether its resync is due (see replaceBatch), and to the warmer.
+func (p *processor) distributeBatch(b *replaceBatch) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	syncing := 0
+	for _, l := range p.listeners {
+		if l.syncing {
+			syncing++
+		}
+	}
+	if len(p.listeners) == 0 {
+		return
+	}
+	b.listeners(len(p.listeners), syncing)
+	for _, l := range p.listeners {
+		l.add(notification{kind: notifyBatch, obj: b, syncing: l.syncing})
+	}
+	p.warm.addBatch(b)
+}
+
 // upstreamSynced tells every listener that the informer has synced.
 func (p *processor) upstreamSynced() {
 	p.mu.RLock()
@@ -223,6 +244,9 @@ func (t *syncTracker) init(name func() string, cause func() error, halted <-chan
 }
 
 func (t *syncTracker) start() { t.pending.Add(1) }
+
+// startAll is start for n initial adds at once.
+func (t *syncTracker) startAll(n int) { t.pending.Add(int64(n)) }
 
 func (t *syncTracker) finish() {
 	if t.pending.Add(-1) == 0 && t.upstream.Load() {

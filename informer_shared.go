@@ -295,6 +295,10 @@ func (f fanOut) OnDelete(obj interface{}) {
 	f.s.processor.distribute(notification{kind: notifyDelete, obj: obj}, false)
 }
 
+// queueBatch queues a ReplacedAll's adds and updates to the listeners as
+// one batch each (see replaceBatch).
+func (f fanOut) queueBatch(b *replaceBatch) { f.s.processor.distributeBatch(b) }
+
 // sameResourceVersion reports whether both objects have metadata and the
 // same resourceVersion.
 func sameResourceVersion(a, b interface{}) bool {

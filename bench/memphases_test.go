@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime/metrics"
 	"strconv"
 	"sync"
@@ -23,13 +24,21 @@ import (
 // peakSampler follows the live heap, as of each collection, every
 // millisecond until finish, and keeps its peak.
 type peakSampler struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-	peak uint64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	peak    uint64
+	profile *peakProfiler // nil unless asked for (peakProfileEnv)
 }
 
-func startPeak() *peakSampler {
+func startPeak() *peakSampler { return startProfiledPeak("") }
+
+// startProfiledPeak is startPeak, with a heap profile at the peak written
+// for phase when peakProfileEnv asks for one.
+func startProfiledPeak(phase string) *peakSampler {
 	p := &peakSampler{stop: make(chan struct{})}
+	if phase != "" {
+		p.profile = newPeakProfiler(phase)
+	}
 	p.wg.Go(p.run)
 	return p
 }
@@ -40,7 +49,12 @@ func (p *peakSampler) run() {
 	defer tick.Stop()
 	for {
 		metrics.Read(s)
-		p.peak = max(p.peak, s[0].Value.Uint64())
+		if v := s[0].Value.Uint64(); v > p.peak {
+			p.peak = v
+			if p.profile != nil {
+				p.profile.at()
+			}
+		}
 		select {
 		case <-p.stop:
 			return
@@ -53,6 +67,11 @@ func (p *peakSampler) run() {
 func (p *peakSampler) finish(base uint64) uint64 {
 	close(p.stop)
 	p.wg.Wait()
+	if p.profile != nil {
+		if err := p.profile.write(); err != nil {
+			fmt.Fprintf(os.Stderr, "membench: %v\n", err)
+		}
+	}
 	return p.peak - min(p.peak, base)
 }
 
@@ -83,7 +102,7 @@ func memoryPhases(ctx context.Context, res *memResult, lw *memLW, newInf func(cl
 // the informer, running (stop it), and the live heap before it started.
 func measuredSync(ctx context.Context, res *memResult, lw *memLW, newInf func(clientgocache.ListerWatcher) clientgocache.SharedIndexInformer) (*memRun, uint64, error) {
 	base := liveHeapNow()
-	peak := startPeak()
+	peak := startProfiledPeak("sync")
 	r, err := startMemRun(ctx, lw, newInf)
 	if err != nil {
 		return nil, 0, err
@@ -94,6 +113,12 @@ func measuredSync(ctx context.Context, res *memResult, lw *memLW, newInf func(cl
 	}
 	res.SyncPeak = peak.finish(base)
 	res.SyncedHeap = liveHeapNow() - base
+	if p := newPeakProfiler("synced"); p != nil {
+		p.at()
+		if err := p.write(); err != nil {
+			fmt.Fprintf(os.Stderr, "membench: %v\n", err)
+		}
+	}
 	res.HeapPerObject = float64(res.SyncedHeap) / float64(res.N)
 	return r, base, nil
 }
@@ -106,7 +131,7 @@ func memRelist(r *memRun, lw *memLW, w *memWatch, pages *memPages, n, v int, bas
 	lw.serve(pages)
 	want := r.h.calls() + int64(n)
 	liveHeapNow()
-	peak := startPeak()
+	peak := startProfiledPeak(fmt.Sprintf("relist-%d", v))
 	if !w.expire() {
 		return 0, 0, nil, fmt.Errorf("membench: the watch was stopped before its 410")
 	}
