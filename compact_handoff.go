@@ -13,7 +13,8 @@ import (
 // room in the budget a handoff holds nothing, and each listener reads the
 // record through the read cache, as if alone.
 //
-// Every listener a handoff is given to takes it exactly once: at
+// Every listener a handoff is given to takes it exactly once (twice when
+// it stands for both of an update's objects: see handOffPair): at
 // delivery (take), or when its backlog is dropped (abandon); the last
 // gives the budget back.
 type handoff struct {
@@ -23,7 +24,7 @@ type handoff struct {
 	// obj is the object held for the listeners still to take it (nil:
 	// none), charged to the budget.
 	obj any
-	// pending is how many listeners have still to take the handoff.
+	// pending is how many takes are still to come.
 	pending int
 }
 
@@ -66,8 +67,8 @@ func (b *handoffBudget) chargeWithin(n, limit int64) bool {
 	return true
 }
 
-// handOff returns what a notification given to k listeners carries for
-// obj: a handoff for a record with bytes, holding its object now if the
+// handOff returns what a notification carries for obj, to be taken k
+// times: a handoff for a record with bytes, holding its object now if the
 // read cache has it; obj itself otherwise.
 func handOff(obj any, k int) any {
 	r, ok := obj.(*compactRecord)

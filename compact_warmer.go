@@ -14,7 +14,9 @@ import "sync"
 // handoff first decodes it itself, as without a warmer.
 //
 // run is the warmer's goroutine, GOMAXPROCS of them, each taking the
-// next handoff: started by its processor's start and joined by its stop.
+// next handoff (or a batch's next object's handoffs, made then unless a
+// listener made them first): started by its processor's start and joined
+// by its stop.
 type warmer struct {
 	budget *handoffBudget
 	// done is closed by stop.

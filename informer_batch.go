@@ -29,9 +29,9 @@ type replaceBatch struct {
 	adds, changed, same int
 
 	mu sync.Mutex // guards what follows
-	// all and syncing are the listeners still to reach the objects
-	// (leave takes a listener off), and of those, the ones whose resync
-	// was due.
+	// all and syncing are the listeners the batch was queued to, less
+	// those that left it half-way (leave), and of those, the ones whose
+	// resync was due: a slot made for an object counts them.
 	all, syncing int
 	// slots holds each object's handoffs while some listener has still
 	// to reach it (nil before the first does, spentSlot after the last
@@ -151,16 +151,20 @@ func (b *replaceBatch) item(i int, syncing bool) (notification, bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.slot(i)
-	n.old, n.obj = s.old, s.obj
-	b.reached(i, s)
+	if s := b.slot(i); s != nil {
+		n.old, n.obj = s.old, s.obj
+		b.reached(i, s)
+	}
 	return n, true
 }
 
-// slot returns object i's handoffs, made now if no one has reached it.
-// b.mu is held, and some listener is still to reach it.
+// slot returns object i's handoffs, made now if no one has reached it;
+// nil if every listener has (not expected of a listener's call: it then
+// gets the records, which it decodes for itself). b.mu is held.
 func (b *replaceBatch) slot(i int) *batchSlot {
-	if s := b.slots[i]; s != nil {
+	if s := b.slots[i]; s == spentSlot {
+		return nil
+	} else if s != nil {
 		return s
 	}
 	s := &batchSlot{waiting: b.reaching(i)}
@@ -185,11 +189,13 @@ func (b *replaceBatch) ahead(i int) (hs [2]*handoff) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.slots[i] == spentSlot || b.kinds[i] == batchSkip || b.reaching(i) == 0 {
+	if b.kinds[i] == batchSkip || b.reaching(i) == 0 {
 		return hs
 	}
-	s := b.slot(i)
-	return handoffsOf(s.old, s.obj)
+	if s := b.slot(i); s != nil {
+		hs = handoffsOf(s.old, s.obj)
+	}
+	return hs
 }
 
 // leave takes a listener (syncing: its resync was due) off the batch, at

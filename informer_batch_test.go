@@ -206,3 +206,35 @@ func TestReplaceBatchSlots(t *testing.T) {
 		t.Fatalf("B left before object 2: slot %v, %d takes still pending", b.slots[2] == spentSlot, hs[0].pending)
 	}
 }
+
+// A handler removed while it pauses after a panic gives up the
+// notification it had taken and not delivered: the handoffs' budget
+// comes back whole.
+func TestRemovedWhilePausingGivesBackItsHandoff(t *testing.T) {
+	withoutReallyCrash(t)
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scriptLW{noWL: true, lists: batchLists(10)}
+		inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, Indexers{})
+		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs{}); err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := inf.AddEventHandler(ResourceEventHandlerFuncs{AddFunc: func(any) { panic("handler bug") }})
+		stop := runInformer(t, inf)
+		defer stop()
+		synctest.Wait() // the first add panicked; the second waits out the pause
+		budget := inf.GetIndexer().(*guardedIndexer).compact.cache.handoffs
+		if budget.used.Load() == 0 {
+			t.Fatal("nothing held for the pausing handler: the test tests nothing")
+		}
+		if err := inf.RemoveEventHandler(reg); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if used := budget.used.Load(); used != 0 {
+			t.Fatalf("the handler removed while pausing left %d bytes of handoffs held", used)
+		}
+	})
+}

@@ -47,11 +47,11 @@ type notification struct {
 
 // listener delivers notifications to one handler, in order, from one
 // goroutine (run), buffering them in a backlog that starts empty and grows
-// as needed, so that a slow handler delays only itself. A backlog that
-// grew past keptBacklog notifications (the initial list's burst, a
-// relist) is given back to the GC once it drains, so it does not keep,
-// for the informer's life, room for as many notifications as the cache
-// has objects. It is also the handler's ResourceEventHandlerRegistration.
+// as needed, so that a slow handler delays only itself. A Replace's adds
+// and updates take one entry (a replaceBatch). A backlog that grew past
+// keptBacklog entries (a watch's burst) is given back to the GC once it
+// drains, so it does not keep, for the informer's life, the room a burst
+// needed. It is also the handler's ResourceEventHandlerRegistration.
 type listener struct {
 	handler ResourceEventHandler
 	name    string
@@ -260,7 +260,11 @@ func (l *listener) run(p ReflectorMetricsProvider, informer string) {
 	panicked := false
 	for {
 		n, ok := l.next()
-		if !ok || panicked && !l.pause(pauseAfterPanic) {
+		if !ok {
+			return
+		}
+		if panicked && !l.pause(pauseAfterPanic) {
+			abandonAll(n) // stopped while pausing: n is not delivered
 			return
 		}
 		if m.provided == nil {
