@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"runtime/metrics"
 	"strconv"
 	"sync"
@@ -68,9 +67,7 @@ func (p *peakSampler) finish(base uint64) uint64 {
 	close(p.stop)
 	p.wg.Wait()
 	if p.profile != nil {
-		if err := p.profile.write(); err != nil {
-			fmt.Fprintf(os.Stderr, "membench: %v\n", err)
-		}
+		p.profile.write()
 	}
 	return p.peak - min(p.peak, base)
 }
@@ -115,9 +112,7 @@ func measuredSync(ctx context.Context, res *memResult, lw *memLW, newInf func(cl
 	res.SyncedHeap = liveHeapNow() - base
 	if p := newPeakProfiler("synced"); p != nil {
 		p.at()
-		if err := p.write(); err != nil {
-			fmt.Fprintf(os.Stderr, "membench: %v\n", err)
-		}
+		p.write()
 	}
 	res.HeapPerObject = float64(res.SyncedHeap) / float64(res.N)
 	return r, base, nil

@@ -39,10 +39,13 @@ func (p *peakProfiler) at() {
 	}
 }
 
-// write saves the last profile taken, if any.
-func (p *peakProfiler) write() error {
+// write saves the last profile taken, if any; a failure is reported on
+// stderr (a diagnostic must not fail the measurement).
+func (p *peakProfiler) write() {
 	if p.last.Len() == 0 {
-		return nil
+		return
 	}
-	return os.WriteFile(p.path, p.last.Bytes(), 0o644)
+	if err := os.WriteFile(p.path, p.last.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "membench: %v\n", err)
+	}
 }
