@@ -158,16 +158,53 @@ func (in *intake) prepare(obj runtime.Object, reuse bool) (out interface{}, reus
 }
 
 // page prepares items, the objects of one LIST page, in place and returns
-// how many are held objects.
-func (in *intake) page(items []interface{}, reuse bool) int {
+// how many are held objects; held, if not nil, marks (not nil) the items
+// that are already what the store holds, which are left as they are and
+// not counted.
+func (in *intake) page(items []interface{}, reuse bool, held []any) int {
 	n := 0
 	for i, it := range items {
 		obj, ok := it.(runtime.Object)
-		if !ok {
+		if !ok || (held != nil && held[i] != nil) {
 			continue
 		}
 		var reused bool
 		if items[i], reused = in.prepare(obj, reuse); reused {
+			n++
+		}
+	}
+	return n
+}
+
+// heldByName is the lookup a ListWatch may make before decoding an item
+// of a relist (see listhint.HeldFunc), or nil: only an informer's
+// indexer is asked so, as its keys are made of namespace and name alone.
+func (in *intake) heldByName() listhint.HeldFunc {
+	if in == nil {
+		return nil
+	}
+	h, ok := in.held.(heldRecords)
+	if !ok {
+		return nil
+	}
+	return func(namespace, name, rv string) (any, bool) {
+		key := name
+		if namespace != "" {
+			key = namespace + "/" + name
+		}
+		old, ok := h.v.heldForHandlers(key)
+		if !ok || rv == "" || resourceVersionOf(old) != rv {
+			return nil, false
+		}
+		return old, true
+	}
+}
+
+// countHeld is how many items held stands in for.
+func countHeld(held []any) int {
+	n := 0
+	for _, h := range held {
+		if h != nil {
 			n++
 		}
 	}

@@ -81,6 +81,6 @@ func (c *cycle) listShard(ctx context.Context, rv string, pageSize int64, cause 
 	c.r.stats.listed(cause, res.pageRetries, res.pagesUnused)
 	c.r.stats.shardDropped(res.shardDropped)
 	c.r.stats.shardIgnoredBy(res)
-	c.r.stats.reused(res.reused)
+	c.r.stats.reused(res.reused, res.notDecoded)
 	return res, err, true
 }

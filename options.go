@@ -177,7 +177,11 @@ type ReflectorOptions struct {
 	// (or WatchList event) instead of living until the store's Replace,
 	// so a relist that changes little no longer holds the cache twice.
 	// The store's Replace, and a store's consumers (an informer's
-	// handlers), are then given the held object itself. A listed object
+	// handlers), are then given the held object itself. For an
+	// informer relisting through this module's own ListWatch (its
+	// factories') in protobuf, such an item is not even decoded: its
+	// namespace, name and resourceVersion are read from its bytes first
+	// (counted in Stats.ItemsNotDecoded). A listed object
 	// at another resourceVersion than the held one takes, in place, the
 	// held one's copy of each string equal at the same place, and unless
 	// the store transforms, of each equal byte slice and

@@ -26,7 +26,7 @@ func (l *ownedLister) ListWithContext(ctx context.Context, _ metav1.ListOptions)
 		c := list.Items[i]
 		l.owned = append(l.owned, &c)
 	}
-	listhint.From(ctx).Owned(list, l.owned)
+	listhint.From(ctx).Owned(list, l.owned, nil)
 	list.Items[1].Data = map[string]string{"changed": "after decoding"}
 	return list, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/listitems"
+	"github.com/kreflector/cache/internal/listwatch"
 )
 
 // defaultPageSize is the LIST page size when paging is on and
@@ -57,8 +58,9 @@ type listed struct {
 	// shardIgnored says a page came without the selector's echo.
 	shardDropped int
 	shardIgnored bool
-	// reused counts items replaced by the object the store held.
-	reused int
+	// reused counts items replaced by the object the store held,
+	// notDecoded those of them the ListWatch did not decode.
+	reused, notDecoded int
 }
 
 // pager runs paginated LISTs.
@@ -92,6 +94,18 @@ func (p *pager) itemFunc() listhint.ItemFunc {
 	return p.in.lean
 }
 
+// heldFunc is what the ListWatch may ask before decoding each item of a
+// relist (see listhint.HeldFunc), nil if it may not: only when the lister
+// is our own ListWatch unwrapped (nobody else sees the lists with items
+// left out), the LIST is unsharded (a shard check reads every item) and
+// the store is an informer's indexer, whose keys are namespace/name.
+func (p *pager) heldFunc() listhint.HeldFunc {
+	if !p.reuse || p.shard != nil || !listwatch.Direct(p.lister) {
+		return nil
+	}
+	return p.in.heldByName()
+}
+
 // list LISTs with opts, following continue tokens, and gathers the items.
 // Each item is in an allocation of its own (copied out of its page, or as
 // our ListWatch decoded it: listitems.AppendOwned), so the store never
@@ -110,6 +124,9 @@ func (p *pager) list(ctx context.Context, opts *metav1.ListOptions) (out listed,
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	ctx, p.hint = listhint.With(ctx, p.itemFunc(), p.in.dropsManagedFields())
+	if f := p.heldFunc(); f != nil {
+		p.hint.OfferHeld(f)
+	}
 	defer func() {
 		p.hint.Close()
 		out.pagesUnused = p.hint.Unused()
@@ -201,17 +218,20 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 		l.items = make([]interface{}, 0, initialCapacity(page, m))
 	}
 	from := len(l.items)
-	l.items, err = listitems.AppendOwned(l.items, page, p.hint.TakeOwned(page), goruntime.GOMAXPROCS(0))
+	owned, held := p.hint.TakeOwned(page)
+	l.items, err = listitems.AppendOwned(l.items, page, owned, held, goruntime.GOMAXPROCS(0))
 	if err != nil {
 		return "", fmt.Errorf("unable to understand list result %T: %w", page, err)
 	}
+	l.notDecoded += countHeld(held)
+	l.reused += countHeld(held)
 	if p.shard != nil {
 		if err := l.checkShard(p.shard, page, m, from); err != nil {
 			return "", err
 		}
 	}
 	if p.in != nil && !p.hint.TookItems(page) {
-		l.reused += p.in.page(l.items[from:], p.reuse)
+		l.reused += p.in.page(l.items[from:], p.reuse, held)
 	}
 	if err := p.in.packAll(l.items[from:]); err != nil {
 		return "", err

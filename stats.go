@@ -49,6 +49,12 @@ type Stats struct {
 	// resourceVersion, instead of the new copy (see
 	// ReflectorOptions.ReuseHeldObjects).
 	ItemsReused uint64
+	// ItemsNotDecoded counts those of ItemsReused that were not even
+	// decoded: items of a relist's protobuf LIST pages, read through this
+	// module's own ListWatch (the informer factories'), whose namespace,
+	// name and resourceVersion, read from their bytes, matched what an
+	// informer's store held.
+	ItemsNotDecoded uint64
 	// ReshardsMerged counts shard changes synced by merging: objects
 	// outside the new shard dropped from the store, only the added ranges
 	// listed (see Reflector.SetShard). ReshardFallbacks counts, by
@@ -242,13 +248,15 @@ func (r *statsRecorder) shardDropped(n int) {
 	r.m.counter(MetricShardDropped, "").Add(float64(n))
 }
 
-// reused counts n objects of a sync for which the held object was kept.
-func (r *statsRecorder) reused(n int) {
+// reused counts n objects of a sync for which the held object was kept,
+// notDecoded of them found before they were decoded.
+func (r *statsRecorder) reused(n, notDecoded int) {
 	if n == 0 {
 		return
 	}
 	r.mu.Lock()
 	r.s.ItemsReused += uint64(n)
+	r.s.ItemsNotDecoded += uint64(notDecoded)
 	r.mu.Unlock()
 }
 

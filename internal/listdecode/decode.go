@@ -65,8 +65,23 @@ type Options struct {
 	// allocations in Items' order, so that a caller that would copy every
 	// item out of Items (meta.EachListItemWithAlloc, as a Reflector does)
 	// can take them instead. Not called for a list decoded whole, or
-	// unstructured. The allocations are the caller's from then on.
-	Owned func(list runtime.Object, items []runtime.Object)
+	// unstructured. The allocations are the caller's from then on. held
+	// is nil unless Held stood for some items: then it has one element per
+	// item, what Held returned for those (whose element of items is nil)
+	// and nil for the others.
+	Owned func(list runtime.Object, items []runtime.Object, held []any)
+	// Held, if set with Owned, is asked before each protobuf item of a
+	// streamed typed or metadata list of a type whose metadata is its
+	// field 1 (every type of k8s.io/api: see protometa.For) is decoded,
+	// with the item's namespace, name and non-empty resourceVersion as
+	// its bytes hold them (protometa.Identity; items whose metadata does
+	// not parse are decoded). When it returns ok, the item is not
+	// decoded: obj stands for it in Owned's held, and its element of
+	// Items is left the zero value. It is called on the calling
+	// goroutine, in the items' order; the strings alias the body's
+	// buffers and must not be kept. Bytes deeper in such an item are not
+	// read, so a fault there that would fail the decode is not seen.
+	Held func(namespace, name, resourceVersion string) (obj any, ok bool)
 	// LeaveOutManagedFields says the caller drops every item's
 	// managedFields (in Item or after Decode), so that the decoder may
 	// leave them out: protobuf items of types
@@ -284,8 +299,8 @@ func (d *decoding) finish(scanErr error, envelope []byte, itemFirst func(envErr 
 	if n := d.sink.n - d.itemsFrom; n > 0 && !d.itemsInEnvelope {
 		items := d.sink.items()
 		d.p.setItems(obj, items.Slice(d.itemsFrom, items.Len()))
-		if own := d.sink.ownedFrom(d.itemsFrom); own != nil {
-			d.o.Owned(obj, own)
+		if own, held := d.sink.ownedFrom(d.itemsFrom); own != nil {
+			d.o.Owned(obj, own, held)
 		}
 	}
 	if u, ok := obj.(*unstructured.UnstructuredList); ok {

@@ -37,7 +37,7 @@ func testOwnedItems(t *testing.T, n int) {
 			var own []runtime.Object
 			o := Options{Workers: workers,
 				Item:  mark,
-				Owned: func(l runtime.Object, items []runtime.Object) { calls, gotList, own = calls+1, l, items },
+				Owned: func(l runtime.Object, items []runtime.Object, _ []any) { calls, gotList, own = calls+1, l, items },
 			}
 			got, err := Decode(context.Background(), bytes.NewReader(body), Target{Typed: &corev1.PodList{}}, o)
 			if err != nil || wantErr != nil {
@@ -71,9 +71,61 @@ func TestOwnedNotCalled(t *testing.T) {
 	for name, c := range cases {
 		called := false
 		_, _ = Decode(context.Background(), bytes.NewReader(c.body), c.t, Options{Workers: 2,
-			Owned: func(runtime.Object, []runtime.Object) { called = true }})
+			Owned: func(runtime.Object, []runtime.Object, []any) { called = true }})
 		if called {
 			t.Errorf("%s: Owned was called", name)
+		}
+	}
+}
+
+// TestHeldItemsNotDecoded: with Held set, each protobuf item is asked for
+// by its namespace, name and resourceVersion, in order, before it is
+// decoded; those Held answers for are not decoded (zero in Items, nil in
+// Owned's items, what Held gave in its held), the others are client-go's.
+// A JSON body is never asked about.
+func TestHeldItemsNotDecoded(t *testing.T) {
+	const n = 40
+	src := podList(n)
+	for _, workers := range []int{1, 2} {
+		for ct, body := range map[string][]byte{ctProtobuf: protobufOf(t, src, scheme.Scheme), ctJSON: jsonOf(t, src)} {
+			var asked []string
+			var own []runtime.Object
+			var held []any
+			o := Options{Workers: workers,
+				Owned: func(_ runtime.Object, items []runtime.Object, h []any) { own, held = items, h },
+				Held: func(ns, name, rv string) (any, bool) {
+					asked = append(asked, ns+"/"+name+"@"+rv)
+					return "held " + name, len(asked)%3 == 0
+				},
+			}
+			got, err := Decode(context.Background(), bytes.NewReader(body), Target{Typed: &corev1.PodList{}}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := got.(*corev1.PodList).Items
+			if ct == ctJSON {
+				if asked != nil || held != nil {
+					t.Fatalf("JSON, %d workers: asked %d times, held %v", workers, len(asked), held != nil)
+				}
+				continue
+			}
+			if len(asked) != n || len(own) != n || len(held) != n {
+				t.Fatalf("%d workers: asked %d times, %d owned, %d held; want %d", workers, len(asked), len(own), len(held), n)
+			}
+			for i, p := range src.Items {
+				if want := p.Namespace + "/" + p.Name + "@" + p.ResourceVersion; asked[i] != want {
+					t.Fatalf("%d workers: asked %q for item %d, want %q", workers, asked[i], i, want)
+				}
+				if (i+1)%3 == 0 {
+					if held[i] != "held "+p.Name || own[i] != nil || !reflect.DeepEqual(items[i], corev1.Pod{}) {
+						t.Fatalf("%d workers: item %d held %v, owned %v, in Items %q", workers, i, held[i], own[i], items[i].Name)
+					}
+					continue
+				}
+				if held[i] != nil || own[i] == nil || !reflect.DeepEqual(*own[i].(*corev1.Pod), items[i]) || items[i].Name != p.Name {
+					t.Fatalf("%d workers: item %d was not decoded as client-go decodes it", workers, i)
+				}
+			}
 		}
 	}
 }

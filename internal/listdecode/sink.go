@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kreflector/cache/internal/protometa"
 )
 
 // Chunk sizes of the item storage: the first chunk holds firstChunk
@@ -52,7 +55,12 @@ type sink struct {
 	// a pointer), and items copies them into Items (see Options.Owned).
 	own   bool
 	owned []reflect.Value
-	first int // the first chunk's size
+	// held is Options.Held when it may be asked (see heldItem), and
+	// standIns the items it stood for: their element of owned is the
+	// zero Value.
+	held     func(namespace, name, resourceVersion string) (any, bool)
+	standIns []standIn
+	first    int // the first chunk's size
 	// lastStart is the index of the last chunk's first item.
 	lastStart int
 	n         int // items handed in
@@ -63,8 +71,14 @@ type sink struct {
 	errs      *itemErrors
 }
 
+// standIn is what Options.Held gave for item i.
+type standIn struct {
+	i   int
+	obj any
+}
+
 func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
-	return &sink{
+	s := &sink{
 		ctx:     ctx,
 		dec:     p.itemDecoder(media, o.LeaveOutManagedFields),
 		item:    o.Item,
@@ -74,6 +88,31 @@ func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 		workers: o.Workers,
 		errs:    newItemErrors(media == mediaJSON, p.mode != unstructuredMode),
 	}
+	if s.own && media == mediaProtobuf && protometa.For(p.itemsType.Elem()) != nil {
+		s.held = o.Held
+	}
+	return s
+}
+
+// heldItem returns what Options.Held gives for the item whose bytes are
+// data, if it may be asked and data's identity can be read.
+func (s *sink) heldItem(data []byte) (any, bool) {
+	if s.held == nil {
+		return nil, false
+	}
+	ns, name, rv, ok := protometa.Identity(data)
+	if !ok || len(name) == 0 || len(rv) == 0 {
+		return nil, false
+	}
+	return s.held(view(ns), view(name), view(rv))
+}
+
+// view is b as a string sharing its bytes, valid while b is unchanged.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // firstChunkOf is the first chunk's size for Options.Expect.
@@ -108,6 +147,12 @@ func (s *sink) slot(i int) reflect.Value {
 // It blocks while the workers have 2*workers batches waiting, and returns
 // ctx's error (wrapped) if ctx ends first.
 func (s *sink) add(data []byte) error {
+	if obj, ok := s.heldItem(data); ok {
+		s.standIns = append(s.standIns, standIn{i: s.n, obj: obj})
+		s.owned = append(s.owned, reflect.Value{})
+		s.n++
+		return nil
+	}
 	j := job{i: s.n, data: data, dst: s.slot(s.n)}
 	s.n++
 	if s.workers <= 1 {
@@ -248,7 +293,9 @@ func (s *sink) gather() reflect.Value {
 	out := reflect.MakeSlice(s.itemsT, s.n, s.n)
 	copyRange := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			out.Index(i).Set(s.owned[i].Elem())
+			if s.owned[i].IsValid() { // else a stand-in's: left zero
+				out.Index(i).Set(s.owned[i].Elem())
+			}
 		}
 	}
 	if s.workers <= 1 || s.n < parallelCopy {
@@ -264,15 +311,27 @@ func (s *sink) gather() reflect.Value {
 	return out
 }
 
-// ownedFrom is the items from index from on, each in its allocation, for
+// ownedFrom is the items from index from on, each in its allocation (nil
+// for a stand-in's), and what stood in for items (nil if none), for
 // Options.Owned; nil if the sink does not own its items.
-func (s *sink) ownedFrom(from int) []runtime.Object {
+func (s *sink) ownedFrom(from int) (own []runtime.Object, held []any) {
 	if !s.own {
-		return nil
+		return nil, nil
 	}
-	out := make([]runtime.Object, 0, len(s.owned)-from)
-	for _, v := range s.owned[from:] {
-		out = append(out, v.Interface().(runtime.Object))
+	own = make([]runtime.Object, len(s.owned)-from)
+	for i, v := range s.owned[from:] {
+		if v.IsValid() {
+			own[i] = v.Interface().(runtime.Object)
+		}
 	}
-	return out
+	for _, st := range s.standIns {
+		if st.i < from {
+			continue
+		}
+		if held == nil {
+			held = make([]any, len(own))
+		}
+		held[st.i-from] = st.obj
+	}
+	return own, held
 }

@@ -30,6 +30,14 @@
 //     item out of Items, for every item whose element of Items is still
 //     what was copied there (a ListerWatcher wrapping ours may have
 //     changed it);
+//   - if offered HeldFunc, ask it, before decoding each item, for what
+//     the store holds at the item's key and resourceVersion, and not
+//     decode an item it answers for: its element of Items is then the
+//     zero value, and Owned reports what answered for it, which the
+//     Reflector takes in its place. The Reflector offers it only to a
+//     ListWatch whose lists come to it with nothing of anyone else's
+//     between (internal/listwatch's Direct), as no one else could make
+//     sense of such a list;
 //   - run WatchItem, once taken, on every object of the watch it opens;
 //   - leave managedFields out of what it decodes only if
 //     LeaveOutManagedFields says so;
@@ -56,6 +64,13 @@ import (
 // ListWatch may run where it decodes it (on any goroutine, concurrently);
 // see the package documentation for what running it commits to.
 type ItemFunc func(runtime.Object)
+
+// HeldFunc is the Reflector's lookup of what its store holds: obj and
+// true when the store holds the object of that namespace and name at
+// exactly that (non-empty) resourceVersion, which by the API's contract
+// is the same content. It must be safe for concurrent use and must not
+// keep the strings it is given.
+type HeldFunc func(namespace, name, resourceVersion string) (obj any, ok bool)
 
 // Hint is one LIST's (or one WATCH call's) offer, under the contract the
 // package documentation states. Its methods are safe for concurrent use;
@@ -84,7 +99,9 @@ type Hint struct {
 	// owned holds, for a list, its items decoded into allocations of
 	// their own (Owned), numbered in the order reported (ownedSeq), until
 	// the Reflector takes them or they are too old to be (TakeOwned).
-	owned    map[runtime.Object]ownedItems
+	owned map[runtime.Object]ownedItems
+	// heldFunc is what the Reflector offered with OfferHeld (nil: none).
+	heldFunc HeldFunc
 	ownedSeq uint64
 	closed   bool
 	// unused counts the pages requested ahead and dropped: never taken.
@@ -137,23 +154,46 @@ func (h *Hint) Itemized(list runtime.Object) {
 	h.mu.Unlock()
 }
 
-// ownedItems are a list's items in allocations of their own, and the
-// number of the report.
+// ownedItems are a list's items in allocations of their own, what stood
+// in for those not decoded, and the number of the report.
 type ownedItems struct {
 	items []runtime.Object
+	held  []any
 	seq   uint64
 }
 
+// OfferHeld (the Reflector's) offers f to the ListWatch (see HeldFunc and
+// the package documentation), before the first call with the hint's
+// context.
+func (h *Hint) OfferHeld(f HeldFunc) {
+	h.mu.Lock()
+	h.heldFunc = f
+	h.mu.Unlock()
+}
+
+// HeldFunc (the ListWatch's) returns what the Reflector offered to look
+// up before decoding an item, or nil.
+func (h *Hint) HeldFunc() HeldFunc {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.heldFunc
+}
+
 // Owned (the ListWatch's) records that items are list's items, in order,
-// each in an allocation of its own that list's Items holds a copy of.
-func (h *Hint) Owned(list runtime.Object, items []runtime.Object) {
+// each in an allocation of its own that list's Items holds a copy of,
+// but those HeldFunc answered for: held, if not nil, has one element per
+// item, what answered for it (its element of items is then nil) or nil.
+func (h *Hint) Owned(list runtime.Object, items []runtime.Object, held []any) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	if !h.closed {
 		h.ownedSeq++
-		h.owned[list] = ownedItems{items: items, seq: h.ownedSeq}
+		h.owned[list] = ownedItems{items: items, held: held, seq: h.ownedSeq}
 	}
 	h.mu.Unlock()
 }
@@ -164,9 +204,9 @@ func (h *Hint) Owned(list runtime.Object, items []runtime.Object) {
 // MaxAhead are requested ahead of the one taken), so that lists nobody
 // takes (a ListerWatcher wrapping ours returned others) do not pile up
 // until the LIST ends.
-func (h *Hint) TakeOwned(list runtime.Object) []runtime.Object {
+func (h *Hint) TakeOwned(list runtime.Object) (items []runtime.Object, held []any) {
 	if h == nil {
-		return nil
+		return nil, nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -178,7 +218,7 @@ func (h *Hint) TakeOwned(list runtime.Object) []runtime.Object {
 			delete(h.owned, l)
 		}
 	}
-	return o.items
+	return o.items, o.held
 }
 
 // TookItems (the Reflector's) says whether list's items have been through Item, and forgets

@@ -216,19 +216,45 @@ func TestTakeOwnedForgetsWhatIsNotTaken(t *testing.T) {
 	lists := make([]*metav1.List, 6)
 	for i := range lists {
 		lists[i] = &metav1.List{}
-		h.Owned(lists[i], []runtime.Object{lists[i]})
+		h.Owned(lists[i], []runtime.Object{lists[i]}, nil)
 	}
-	if got := h.TakeOwned(lists[1]); len(got) != 1 || got[0] != lists[1] {
+	if got, _ := h.TakeOwned(lists[1]); len(got) != 1 || got[0] != lists[1] {
 		t.Fatalf("TakeOwned(lists[1]) = %v", got)
 	}
-	if h.TakeOwned(lists[0]) != nil || h.TakeOwned(lists[1]) != nil {
+	if a, _ := h.TakeOwned(lists[0]); a != nil {
+		t.Fatal("a report older than the MaxAhead+1 latest is still there")
+	}
+	if b, _ := h.TakeOwned(lists[1]); b != nil {
 		t.Fatal("a report older than the MaxAhead+1 latest, or the list taken, is still there")
 	}
 	h.TakeOwned(&metav1.List{}) // never reported: keeps the MaxAhead+1 latest
 	if n := len(h.owned); n != MaxAhead+1 {
 		t.Fatalf("%d reports kept after a list never reported, want %d", n, MaxAhead+1)
 	}
-	if h.TakeOwned(lists[5]) == nil {
+	if l, _ := h.TakeOwned(lists[5]); l == nil {
 		t.Fatal("the latest report was dropped")
+	}
+}
+
+// TestHeldStandInsTravelWithTheirList: what Owned is told stood in for
+// items comes back with the list from TakeOwned; HeldFunc is what was
+// offered, and nothing on a nil hint.
+func TestHeldStandInsTravelWithTheirList(t *testing.T) {
+	_, h := With(context.Background(), nil, false)
+	defer h.Close()
+	if h.HeldFunc() != nil || (*Hint)(nil).HeldFunc() != nil {
+		t.Fatal("a lookup offered before any was")
+	}
+	h.OfferHeld(func(string, string, string) (any, bool) { return "x", true })
+	if f := h.HeldFunc(); f == nil {
+		t.Fatal("the lookup offered is not there")
+	} else if v, ok := f("", "", ""); v != "x" || !ok {
+		t.Fatal("not the lookup offered")
+	}
+	list := &metav1.List{}
+	h.Owned(list, []runtime.Object{nil, list}, []any{"stand-in", nil})
+	items, held := h.TakeOwned(list)
+	if len(items) != 2 || items[1] != list || len(held) != 2 || held[0] != "stand-in" {
+		t.Fatalf("TakeOwned gave %v, %v", items, held)
 	}
 }

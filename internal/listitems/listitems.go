@@ -7,6 +7,7 @@ package listitems
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -79,30 +80,53 @@ func spread(n, workers int, f func(i int)) {
 // from there (see listhint's Owned): each owned item whose element of
 // Items is still, byte for byte, the struct copied from it is appended
 // as it is, being exactly the copy AppendWithAlloc would make; an item
-// changed in Items since is copied out of Items. With owned nil, or not
-// one pointer per element of a slice of structs, it is AppendWithAlloc.
-func AppendOwned(dst []interface{}, list runtime.Object, owned []runtime.Object, workers int) ([]interface{}, error) {
-	items, ok := structItems(list)
-	if owned == nil || !ok || items.Len() != len(owned) {
+// changed in Items since is copied out of Items. held, if not nil, has
+// one element per item: where it is not nil, the item was not decoded
+// (its owned element is nil) and that is appended in its place. With
+// owned nil, or not one pointer per element of a slice of structs (but
+// where held stands in), it is AppendWithAlloc, unless held has stand-ins:
+// then an error, as such a list cannot be read otherwise.
+func AppendOwned(dst []interface{}, list runtime.Object, owned []runtime.Object, held []any, workers int) ([]interface{}, error) {
+	if !ownedFits(list, owned, held) {
+		if held != nil {
+			return dst, fmt.Errorf("listitems: %T with items not decoded does not match them", list)
+		}
 		return AppendWithAlloc(dst, list, workers)
 	}
-	elem := items.Type().Elem()
-	for _, o := range owned {
-		if reflect.TypeOf(o) != reflect.PointerTo(elem) || reflect.ValueOf(o).IsNil() {
-			return AppendWithAlloc(dst, list, workers)
-		}
-	}
+	items, _ := structItems(list)
 	n, from := items.Len(), len(dst)
 	dst = append(dst, make([]interface{}, n)...)
 	out := dst[from:]
 	spread(n, workers, func(i int) {
-		if sameStruct(items.Index(i), reflect.ValueOf(owned[i]).Elem()) {
+		if held != nil && held[i] != nil {
+			out[i] = held[i]
+		} else if sameStruct(items.Index(i), reflect.ValueOf(owned[i]).Elem()) {
 			out[i] = owned[i]
 		} else {
 			out[i] = copyOut(items, i)
 		}
 	})
 	return dst, nil
+}
+
+// ownedFits says whether owned (with held, if not nil) stands for list's
+// items one by one: a slice of structs of their length, and a pointer to
+// such a struct for each item held does not stand in for.
+func ownedFits(list runtime.Object, owned []runtime.Object, held []any) bool {
+	items, ok := structItems(list)
+	if owned == nil || !ok || items.Len() != len(owned) || (held != nil && len(held) != len(owned)) {
+		return false
+	}
+	ptr := reflect.PointerTo(items.Type().Elem())
+	for i, o := range owned {
+		if held != nil && held[i] != nil {
+			continue
+		}
+		if reflect.TypeOf(o) != ptr || reflect.ValueOf(o).IsNil() {
+			return false
+		}
+	}
+	return true
 }
 
 // sameStruct says whether the addressable structs a and b, of one type,

@@ -107,7 +107,7 @@ func TestOwnedItemsAreKept(t *testing.T) {
 			list.Items[1].Spec.NodeName = "moved"
 			list.Items[2].Labels = map[string]string{"replaced": "yes"}
 			want, _ := clientGo(t, list)
-			got, err := AppendOwned([]interface{}{"before"}, list, own, workers)
+			got, err := AppendOwned([]interface{}{"before"}, list, own, nil, workers)
 			if err != nil || got[0] != "before" || !reflect.DeepEqual(got[1:], want) {
 				t.Fatalf("%d items, %d workers: not client-go's items (%v)", n, workers, err)
 			}
@@ -125,7 +125,7 @@ func TestOwnedItemsAreKept(t *testing.T) {
 		"wrong type": {&corev1.Service{}, &corev1.Service{}, &corev1.Service{}},
 		"nil item":   {(*corev1.Pod)(nil), &list.Items[1], &list.Items[2]},
 	} {
-		got, err := AppendOwned(nil, list, own, 1)
+		got, err := AppendOwned(nil, list, own, nil, 1)
 		want, _ := clientGo(t, list)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: not client-go's items (%v)", name, err)
@@ -135,5 +135,33 @@ func TestOwnedItemsAreKept(t *testing.T) {
 				t.Fatalf("%s: item %d kept an allocation that does not match", name, i)
 			}
 		}
+	}
+}
+
+// TestHeldItemsStandIn: an item held stands in for is appended as what
+// stands for it, whatever its element of Items holds; a list whose
+// owned items do not fit with stand-ins is an error, never items made up
+// from zero elements.
+func TestHeldItemsStandIn(t *testing.T) {
+	for _, n := range []int{3, parallelFrom + 5} {
+		for _, workers := range []int{1, 2} {
+			list := pods(n)
+			own := owned(list)
+			held := make([]any, n)
+			stand := "stands for item 1"
+			held[1], own[1], list.Items[1] = stand, nil, corev1.Pod{}
+			got, err := AppendOwned(nil, list, own, held, workers)
+			if err != nil || len(got) != n || got[1] != stand {
+				t.Fatalf("%d items, %d workers: item 1 is %v (%v)", n, workers, got[1], err)
+			}
+			if got[0] != own[0] || got[2] != own[2] {
+				t.Fatalf("%d items, %d workers: the decoded items were not kept", n, workers)
+			}
+		}
+	}
+	list := pods(3)
+	own := owned(list)[:2]
+	if _, err := AppendOwned(nil, list, own, []any{nil, "x"}, 1); err == nil {
+		t.Fatal("stand-ins that do not fit the list: no error")
 	}
 }

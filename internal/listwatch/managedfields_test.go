@@ -187,7 +187,7 @@ func TestListReportsOwnedItemsUnderAHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	items := obj.(*corev1.PodList).Items
-	owned := h.TakeOwned(obj)
+	owned, _ := h.TakeOwned(obj)
 	if len(owned) != len(items) || len(items) != listedPods {
 		t.Fatalf("%d items owned of %d, want %d", len(owned), len(items), listedPods)
 	}
@@ -196,7 +196,40 @@ func TestListReportsOwnedItemsUnderAHint(t *testing.T) {
 			t.Fatalf("owned item %d is not an equal copy of Items'", i)
 		}
 	}
-	if h.TakeOwned(obj) != nil {
+	if again, _ := h.TakeOwned(obj); again != nil {
 		t.Fatal("TakeOwned did not forget the list")
+	}
+}
+
+// A LIST under a hint offering a lookup of held objects asks it for each
+// protobuf Pod and does not decode those it answers for: Owned's report
+// carries the stand-ins in their places.
+func TestListAsksForHeldItemsUnderAHint(t *testing.T) {
+	lw := twentyProtobufPods(t)
+	ctx, h := listhint.With(context.Background(), nil, false)
+	defer h.Close()
+	asked := 0
+	h.OfferHeld(func(ns, name, rv string) (any, bool) {
+		asked++
+		return "held " + ns + "/" + name + "@" + rv, asked%2 == 0
+	})
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*corev1.PodList).Items
+	owned, held := h.TakeOwned(obj)
+	if asked != listedPods || len(held) != listedPods || len(owned) != listedPods {
+		t.Fatalf("asked %d times, %d stand-ins, %d owned; want %d", asked, len(held), len(owned), listedPods)
+	}
+	for i := range items {
+		p := podgen.Pod(i, 9)
+		if i%2 == 1 {
+			if want := "held " + p.Namespace + "/" + p.Name + "@9"; held[i] != want || owned[i] != nil || items[i].Name != "" {
+				t.Fatalf("item %d: stand-in %v, owned %v, decoded %q", i, held[i], owned[i], items[i].Name)
+			}
+		} else if held[i] != nil || owned[i] == nil || items[i].Name != p.Name {
+			t.Fatalf("item %d was not decoded", i)
+		}
 	}
 }

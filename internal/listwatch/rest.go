@@ -148,7 +148,7 @@ func (r REST) fetch(ctx context.Context, opts metav1.ListOptions, h *listhint.Hi
 	o := listdecode.Options{Workers: runtime.GOMAXPROCS(0), Meta: meta, Item: h.Item(), Expect: int(opts.Limit),
 		LeaveOutManagedFields: h.LeaveOutManagedFields()}
 	if h != nil {
-		o.Owned = h.Owned
+		o.Owned, o.Held = h.Owned, h.HeldFunc()
 	}
 	obj, err := r.Decode(ctx, in, o)
 	if err != nil {

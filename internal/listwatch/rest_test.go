@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache"
 	"github.com/kreflector/cache/internal/listdecode"
@@ -174,5 +176,57 @@ func TestACancelledPageRequestsNoMore(t *testing.T) {
 	defer mu.Unlock()
 	if len(asked) != 1 {
 		t.Fatalf("the server was asked for pages %q; want only the first", asked)
+	}
+}
+
+// TestDirectOnlyForOurListWatch: Direct knows a ListWatch NewREST made,
+// and a copy of it, from anything wrapping one.
+func TestDirectOnlyForOurListWatch(t *testing.T) {
+	ours := listwatch.NewREST(listwatch.REST{}, func(*metav1.ListOptions) {})
+	if !listwatch.Direct(ours) {
+		t.Fatal("NewREST's ListWatch is not direct")
+	}
+	copied := *ours
+	if !listwatch.Direct(&copied) {
+		t.Fatal("a copy of it is not direct")
+	}
+	wrapped := *ours
+	wrapped.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return ours.ListWithContextFunc(ctx, o)
+	}
+	for name, lw := range map[string]any{"wrapped": &wrapped, "nil": (*clientgocache.ListWatch)(nil), "other type": struct{}{},
+		"no context func": &clientgocache.ListWatch{ListFunc: ours.ListFunc}} {
+		if listwatch.Direct(lw) {
+			t.Errorf("%s: direct", name)
+		}
+	}
+}
+
+// TestDirectThroughWatchListSemantics: client-go's wrapper that adds the
+// client's WatchList semantics is seen through, as long as it is what
+// Direct takes it for: a struct embedding the ListWatch first, whose only
+// method of its own is IsWatchListSemanticsUnSupported.
+func TestDirectThroughWatchListSemantics(t *testing.T) {
+	ours := listwatch.NewREST(listwatch.REST{}, nil)
+	wrapped := clientgocache.ToListWatcherWithWatchListSemantics(ours, nil)
+	if !listwatch.Direct(wrapped) {
+		t.Fatal("our ListWatch inside client-go's WatchList semantics is not direct")
+	}
+	if listwatch.Direct(clientgocache.ToListWatcherWithWatchListSemantics(&clientgocache.ListWatch{}, nil)) {
+		t.Fatal("another ListWatch inside it is direct")
+	}
+	typ := reflect.TypeOf(wrapped)
+	if f := typ.Elem().Field(0); !f.Anonymous || f.Type != reflect.TypeOf(ours) {
+		t.Fatalf("client-go's wrapper no longer embeds the ListWatch first: %v", f)
+	}
+	own := map[string]bool{}
+	for i := range typ.NumMethod() {
+		own[typ.Method(i).Name] = true
+	}
+	for i := range reflect.TypeOf(ours).NumMethod() {
+		delete(own, reflect.TypeOf(ours).Method(i).Name)
+	}
+	if len(own) != 1 || !own["IsWatchListSemanticsUnSupported"] {
+		t.Fatalf("client-go's wrapper has methods of its own beyond IsWatchListSemanticsUnSupported: %v", own)
 	}
 }

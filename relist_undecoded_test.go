@@ -1,0 +1,198 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclient "k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/internal/listwatch"
+	"github.com/kreflector/cache/internal/podgen"
+)
+
+// relistServer serves Pods in protobuf, as kube-apiserver serves a
+// clientset: each LIST the current list whole; the first WATCH (the first
+// LIST is in the store by then) calls expire, then answers 410, so that
+// the Reflector relists; each later WATCH stays open and silent, and the
+// second closes watching, which a test waits for: the relist is in the
+// store by then.
+type relistServer struct {
+	expire   func()
+	watching chan struct{}
+
+	mu      sync.Mutex
+	pods    []corev1.Pod
+	rv      string
+	watches int
+}
+
+func (s *relistServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("watch") == "true" {
+		s.watch(w, r)
+		return
+	}
+	s.mu.Lock()
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
+		ListMeta: metav1.ListMeta{ResourceVersion: s.rv}, Items: s.pods}
+	var body bytes.Buffer
+	err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body)
+	s.mu.Unlock()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+	w.Write(body.Bytes())
+}
+
+func (s *relistServer) watch(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.watches++
+	n := s.watches
+	s.mu.Unlock()
+	if n == 1 {
+		s.expire()
+		st := apierrors.NewResourceExpired("too old resource version").Status()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		w.Write([]byte(runtime.EncodeOrDie(scheme.Codecs.LegacyCodec(metav1.SchemeGroupVersion), &st)))
+		return
+	}
+	if n == 2 {
+		close(s.watching)
+	}
+	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// serve makes the next LISTs answer pods at rv.
+func (s *relistServer) serve(pods []corev1.Pod, rv string) {
+	s.mu.Lock()
+	s.pods, s.rv = pods, rv
+	s.mu.Unlock()
+}
+
+// relistPods are n realistic Pods at resourceVersion rv, but those in
+// changed, at rv+1.
+func relistPods(n int, changed map[int]bool) []corev1.Pod {
+	out := make([]corev1.Pod, n)
+	for i := range n {
+		rv := 100
+		if changed[i] {
+			rv = 200
+		}
+		out[i] = *podgen.Pod(i, rv)
+	}
+	return out
+}
+
+// A relist through our own ListWatch, in protobuf, does not decode the
+// Pods the informer holds at the resourceVersion listed: the store keeps
+// the object it held (the same one), counted in ItemsNotDecoded, and ends
+// holding exactly the server's list; changed, added and removed Pods are
+// decoded as ever. A ListWatch wrapping ours is given whole lists, every
+// item decoded; the held objects are still kept (after decoding).
+func TestRelistLeavesHeldPodsUndecoded(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		compact bool
+		wrap    bool
+	}{{"indexer", false, false}, {"compact", true, false}, {"wrapped", false, true}} {
+		t.Run(c.name, func(t *testing.T) { testRelistUndecoded(t, c.compact, c.wrap) })
+	}
+}
+
+func testRelistUndecoded(t *testing.T, compact, wrap bool) {
+	const n = 40
+	// The relist's answer: Pods 3 and 7 changed, 39 gone, 40 new.
+	second := append(relistPods(n-1, map[int]bool{3: true, 7: true}), *podgen.Pod(n, 200))
+	var before map[string]any
+	var inf SharedIndexInformer
+	srv := &relistServer{watching: make(chan struct{})}
+	// The informer's store is written after its queue: the first watch
+	// waits until every Pod of the first LIST has reached the handler (so
+	// the store), so the relist finds them all held.
+	added := make(chan struct{})
+	adds := 0
+	srv.expire = func() {
+		<-added
+		before = heldByKey(inf.GetStore())
+		srv.serve(second, "200")
+	}
+	srv.serve(relistPods(n, nil), "100")
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
+	if wrap {
+		inner := lw.ListWithContextFunc
+		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return inner(ctx, o) }
+	}
+	inf = NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	o := ReflectorOptions{UseWatchList: ptr.To(false)}
+	if compact {
+		o.Compact = &CompactOptions{}
+	}
+	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
+		t.Fatal(err)
+	}
+	inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+		if adds++; adds == n {
+			close(added)
+		}
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { inf.RunWithContext(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-srv.watching
+	st := inf.(InformerHealthReporter).Stats().Reflector
+	wantUndecoded := uint64(n - 3) // all but 3, 7 and 39
+	if wrap {
+		wantUndecoded = 0
+	}
+	if st.ItemsReused != uint64(n-3) || st.ItemsNotDecoded != wantUndecoded {
+		t.Fatalf("ItemsReused %d, ItemsNotDecoded %d; want %d and %d", st.ItemsReused, st.ItemsNotDecoded, n-3, wantUndecoded)
+	}
+	after := heldByKey(inf.GetStore())
+	if len(after) != len(second) {
+		t.Fatalf("%d objects after the relist, want %d", len(after), len(second))
+	}
+	for i := range second {
+		want := &second[i]
+		got, ok := after[want.Namespace+"/"+want.Name].(*corev1.Pod)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s/%s after the relist is not the server's", want.Namespace, want.Name)
+		}
+		if old, ok := before[want.Namespace+"/"+want.Name]; !compact && ok && want.ResourceVersion == "100" && old != got {
+			t.Fatalf("%s/%s is another object than the one held", want.Namespace, want.Name)
+		}
+	}
+}
+
+// heldByKey is every object store holds, by key.
+func heldByKey(store clientgocache.Store) map[string]any {
+	out := map[string]any{}
+	for _, key := range store.ListKeys() {
+		obj, _, _ := store.GetByKey(key)
+		out[key] = obj
+	}
+	return out
+}
