@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,11 +26,10 @@ import (
 )
 
 // relistServer serves Pods in protobuf, as kube-apiserver serves a
-// clientset: each LIST the current list whole; the first WATCH (the first
-// LIST is in the store by then) calls expire, then answers 410, so that
-// the Reflector relists; each later WATCH stays open and silent, and the
-// second closes watching, which a test waits for: the relist is in the
-// store by then.
+// clientset: each LIST the current list whole; the first WATCH calls
+// expire, then answers 410, so that the Reflector relists; each later
+// WATCH stays open and silent, and the second closes watching: the
+// relist's counts are in the Reflector's Stats by then.
 type relistServer struct {
 	expire   func()
 	watching chan struct{}
@@ -131,7 +131,12 @@ func testRelistUndecoded(t *testing.T, compact, wrap bool) {
 	added := make(chan struct{})
 	adds := 0
 	srv.expire = func() {
-		<-added
+		select {
+		case <-added:
+		case <-time.After(time.Minute):
+			t.Error("the first LIST did not reach the handler within a minute")
+			return
+		}
 		before = heldByKey(inf.GetStore())
 		srv.serve(second, "200")
 	}
@@ -153,16 +158,28 @@ func testRelistUndecoded(t *testing.T, compact, wrap bool) {
 	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 		t.Fatal(err)
 	}
-	inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{AddFunc: func(any) {
-		if adds++; adds == n {
-			close(added)
-		}
-	}})
+	// The relist's one deletion (Pod 39) reaches the handler once the
+	// relist is in the informer's store.
+	relisted := make(chan struct{})
+	inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			if adds++; adds == n {
+				close(added)
+			}
+		},
+		DeleteFunc: func(any) { close(relisted) },
+	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { inf.RunWithContext(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	<-srv.watching
+	for _, ch := range []chan struct{}{srv.watching, relisted} {
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Fatal("no relist within a minute")
+		}
+	}
 	st := inf.(InformerHealthReporter).Stats().Reflector
 	wantUndecoded := uint64(n - 3) // all but 3, 7 and 39
 	if wrap {

@@ -53,7 +53,8 @@ type Stats struct {
 	// decoded: items of a relist's protobuf LIST pages, read through this
 	// module's own ListWatch (the informer factories'), whose namespace,
 	// name and resourceVersion, read from their bytes, matched what an
-	// informer's store held.
+	// informer's store held. Like ItemsReused, it counts the pages of a
+	// LIST that failed later too.
 	ItemsNotDecoded uint64
 	// ReshardsMerged counts shard changes synced by merging: objects
 	// outside the new shard dropped from the store, only the added ranges

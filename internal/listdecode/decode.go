@@ -47,7 +47,8 @@ type Options struct {
 	// Item, if set, is called with each item right after it is decoded,
 	// on the goroutine that decoded it (a worker, or the calling goroutine):
 	// it must be safe for concurrent use. Every item of the list Decode
-	// returns has been through it. It may change the item (e.g.
+	// returns has been through it, but those Held stood for, which were
+	// not decoded. It may change the item (e.g.
 	// share its strings) but not keep it: the item is an element of the
 	// storage that becomes, or is copied into, the list's Items. Unstructured items get the list's
 	// kind and apiVersion (when they have neither) only after that.

@@ -203,7 +203,9 @@ func (h *Hint) Owned(list runtime.Object, items []runtime.Object, held []any) {
 // MaxAhead+1 latest, those of the pages that may still be taken (at most
 // MaxAhead are requested ahead of the one taken), so that lists nobody
 // takes (a ListerWatcher wrapping ours returned others) do not pile up
-// until the LIST ends.
+// until the LIST ends. A report with stand-ins is kept until taken or
+// until Close, however old: without it, its list's items that were not
+// decoded could not be told from zero objects.
 func (h *Hint) TakeOwned(list runtime.Object) (items []runtime.Object, held []any) {
 	if h == nil {
 		return nil, nil
@@ -214,7 +216,7 @@ func (h *Hint) TakeOwned(list runtime.Object) (items []runtime.Object, held []an
 	delete(h.owned, list)
 	oldest := h.ownedSeq - min(h.ownedSeq, MaxAhead+1)
 	for l, e := range h.owned {
-		if e.seq <= oldest {
+		if e.seq <= oldest && e.held == nil {
 			delete(h.owned, l)
 		}
 	}

@@ -258,3 +258,20 @@ func TestHeldStandInsTravelWithTheirList(t *testing.T) {
 		t.Fatalf("TakeOwned gave %v, %v", items, held)
 	}
 }
+
+// A report with stand-ins is never forgotten for being old: its list
+// could not be read without it.
+func TestTakeOwnedKeepsReportsWithStandIns(t *testing.T) {
+	_, h := With(context.Background(), nil, false)
+	defer h.Close()
+	held := &metav1.List{}
+	h.Owned(held, []runtime.Object{nil}, []any{"stand-in"})
+	for range 2 * MaxAhead {
+		other := &metav1.List{}
+		h.Owned(other, []runtime.Object{other}, nil)
+		h.TakeOwned(&metav1.List{})
+	}
+	if _, got := h.TakeOwned(held); len(got) != 1 || got[0] != "stand-in" {
+		t.Fatalf("the report with stand-ins was forgotten: %v", got)
+	}
+}

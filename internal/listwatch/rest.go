@@ -71,6 +71,11 @@ func retryTransport(ctx context.Context) bool {
 // page's continue token is known.
 // Its WATCH is r.Watch. tweak, if not nil, is applied to
 // the options of every LIST and WATCH.
+//
+// It is never inlined: Direct knows its ListWatches by the code of their
+// LIST function, which an inlined copy would have anew.
+//
+//go:noinline
 func NewREST(r REST, tweak func(*metav1.ListOptions)) *clientgocache.ListWatch {
 	apply := func(opts *metav1.ListOptions) {
 		if tweak != nil {
