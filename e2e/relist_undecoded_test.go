@@ -1,0 +1,74 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache"
+)
+
+// On a real kube-apiserver, in protobuf: a relist of an informer over
+// our own ListWatch does not decode the ConfigMaps it holds at the
+// resourceVersion listed (Stats.ItemsNotDecoded), and the informer then
+// holds exactly the server's objects. The relist is asked for by an index
+// function failing on a new ConfigMap for a while (see ErrIndexerFailed),
+// so that nothing else changes.
+func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
+	t.Parallel()
+	cs := client(t, encodingConfig(testCluster.admin, "protobuf"))
+	ns := namespace(t, cs)
+	const n = 60
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}, Data: map[string]string{"i": strconv.Itoa(i)}}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failing atomic.Bool
+	byName := func(obj interface{}) ([]string, error) {
+		cm := obj.(*corev1.ConfigMap)
+		if cm.Name == "trigger" && failing.Load() {
+			return nil, errors.New("not indexable yet")
+		}
+		return []string{cm.Name}, nil
+	}
+	o := cache.ReflectorOptions{Name: "undecoded", UseWatchList: ptr.To(false)}
+	inf := cache.NewSharedIndexInformerWith(o)(configMapsLW(cs, ns), &corev1.ConfigMap{}, 0, cache.Indexers{"byName": byName})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { inf.RunWithContext(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	reporter := inf.(cache.InformerHealthReporter)
+	if err := reporter.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	trigger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trigger"}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), trigger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); reporter.Stats().Reflector.ItemsNotDecoded < n; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no relist leaving the held ConfigMaps undecoded within a minute: %+v", reporter.Stats().Reflector)
+		}
+	}
+	failing.Store(false)
+	for deadline := time.Now().Add(time.Minute); !reporter.Health().Healthy; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not healthy a minute after the index function recovered: %v", reporter.Health())
+		}
+	}
+	st := reporter.Stats().Reflector
+	t.Logf("lists %v; items reused %d, not decoded %d", st.Lists, st.ItemsReused, st.ItemsNotDecoded)
+	assertMatchesServer(t, cs, "configmaps", ns, "informer", inf.GetStore().List())
+}
