@@ -257,6 +257,9 @@ func relistInformer(impl string, cs kubernetes.Interface) (clientgocache.SharedI
 	if impl == "client-go" {
 		return clientgoinformers.NewSharedInformerFactory(cs, 0).Core().V1().Pods().Informer(), nil, nil
 	}
+	if impl != "kreflector" && impl != "kreflector+compact" {
+		return nil, nil, fmt.Errorf("relist: no implementation %q (there are client-go, kreflector, kreflector+compact)", impl)
+	}
 	inf := informers.NewSharedInformerFactory(cs, 0).Core().V1().Pods().Informer()
 	o := cache.ReflectorOptions{UseWatchList: ptr.To(false)}
 	if impl == "kreflector+compact" {

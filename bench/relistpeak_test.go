@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// BenchmarkRelistPeakOverHTTP measures the peak live heap of a Pod
+// informer's relists as a program meets them: the informer from its
+// factory, over a real clientset talking protobuf over HTTP to a server in
+// its process (relistpeak_server_test.go) that streams the memory
+// benchmark's page files (the same realistic Pods, pages of 500). Each run
+// is a process of its own per implementation, at GOGC 10 as the memory
+// benchmark's peaks are: the informer syncs KREFLECTOR_RELISTPEAK_PODS Pods
+// (default 100000; KREFLECTOR_RELISTPEAK_IMPLS, a comma-separated list,
+// picks from client-go, kreflector, kreflector+compact), its watch is ended and answered 410 Expired, and it
+// relists with every twentieth Pod changed, then again with every Pod
+// changed. Reported, each the median of b.N processes: the synced heap,
+// the initial sync's peak and each relist's peak as multiples of it, and
+// how many listed Pods a relist left undecoded (Stats.ItemsNotDecoded;
+// ours only). The memory benchmark's relist rows decode the pages on its
+// own ListerWatcher, for every implementation alike; here each decodes
+// them as it would from a cluster.
+//
+//	KREFLECTOR_RELISTPEAK_PODS=100000 go test -run '^$' -bench BenchmarkRelistPeakOverHTTP -benchtime 3x -timeout 2h ./bench/
+func BenchmarkRelistPeakOverHTTP(b *testing.B) {
+	n, err := strconv.Atoi(cmpEnv("KREFLECTOR_RELISTPEAK_PODS", "100000"))
+	if err != nil || n < 1 {
+		b.Fatalf("bad KREFLECTOR_RELISTPEAK_PODS (%v)", err)
+	}
+	dir, err := memPagesDir()
+	if err == nil {
+		err = writeRelistPeakPages(dir, n)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range strings.Split(cmpEnv("KREFLECTOR_RELISTPEAK_IMPLS", "client-go,kreflector,kreflector+compact"), ",") {
+		b.Run(impl, func(b *testing.B) {
+			var runs []relistPeakResult
+			for range b.N {
+				cfg := relistPeakConfig{Impl: impl, N: n, Dir: dir}
+				spec, _ := json.Marshal(cfg)
+				r, err := runChildProcess[relistPeakResult]("relistpeak", "TestRelistPeakChild",
+					relistPeakPrefix, spec, relistPeakEnv+"="+string(spec))
+				if err != nil {
+					b.Fatal(err)
+				}
+				runs = append(runs, *r)
+			}
+			reportRelistPeak(b, runs)
+		})
+	}
+}
+
+// reportRelistPeak reports the medians of runs.
+func reportRelistPeak(b *testing.B, runs []relistPeakResult) {
+	ratio := func(peak func(relistPeakResult) uint64) func(relistPeakResult) float64 {
+		return func(r relistPeakResult) float64 { return float64(peak(r)) / float64(r.SyncedHeap) }
+	}
+	b.ReportMetric(medianOf(runs, func(r relistPeakResult) float64 { return float64(r.SyncedHeap) / (1 << 20) }), "synced-MiB")
+	b.ReportMetric(medianOf(runs, ratio(func(r relistPeakResult) uint64 { return r.SyncPeak })), "sync-peak-x")
+	b.ReportMetric(medianOf(runs, ratio(func(r relistPeakResult) uint64 { return r.FewChangedPeak })), "relist-5%-peak-x")
+	b.ReportMetric(medianOf(runs, ratio(func(r relistPeakResult) uint64 { return r.AllChangedPeak })), "relist-all-peak-x")
+	b.ReportMetric(medianOf(runs, func(r relistPeakResult) float64 { return float64(r.FewChangedNotDecoded) }), "5%-not-decoded")
+}
+
+// writeRelistPeakPages writes the protobuf page files of n Pods, every
+// version, under dir unless they are there.
+func writeRelistPeakPages(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for v := range memVersions {
+		if err := writeMemPages(memPagesPath(dir, n, v, "protobuf"), n, v, "protobuf"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relistPeakEnv carries a child's relistPeakConfig, as JSON; the child
+// prints its relistPeakResult after relistPeakPrefix.
+const (
+	relistPeakEnv    = "KREFLECTOR_RELISTPEAK_CHILD"
+	relistPeakPrefix = "relistpeak result: "
+)
+
+// relistPeakConfig is one child's work: impl's informer (one of
+// relistInformer's) over n Pods whose page files are under Dir.
+type relistPeakConfig struct {
+	Impl string
+	N    int
+	Dir  string
+}
+
+// relistPeakResult is what one child measured, in bytes of live heap
+// above what the process held before the informer started.
+type relistPeakResult struct {
+	SyncedHeap     uint64
+	SyncPeak       uint64
+	FewChangedPeak uint64
+	AllChangedPeak uint64
+	// FewChangedNotDecoded is how many Pods the relist with 5% changed
+	// left undecoded; AllChangedNotDecoded likewise (ours; 0 for
+	// client-go).
+	FewChangedNotDecoded uint64
+	AllChangedNotDecoded uint64
+}
+
+// TestRelistPeakChild is one process of BenchmarkRelistPeakOverHTTP; it
+// skips unless that benchmark started it.
+func TestRelistPeakChild(t *testing.T) {
+	spec := os.Getenv(relistPeakEnv)
+	if spec == "" {
+		t.Skip("a process of BenchmarkRelistPeakOverHTTP; runs only when it starts one")
+	}
+	var cfg relistPeakConfig
+	if err := json.Unmarshal([]byte(spec), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runRelistPeak(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(res)
+	fmt.Println(relistPeakPrefix + string(out))
+}
+
+// runRelistPeak runs cfg's informer against a new server of its page
+// files, at GOGC 10: the sync, then the relist of each later version.
+func runRelistPeak(cfg relistPeakConfig) (*relistPeakResult, error) {
+	srv, err := openPageServer(cfg.Dir, cfg.N)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1, ContentConfig: rest.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	if err != nil {
+		return nil, err
+	}
+	inf, stats, err := relistInformer(cfg.Impl, cs)
+	if err != nil {
+		return nil, err
+	}
+	notDecoded := func() uint64 { return 0 }
+	if stats != nil {
+		notDecoded = func() uint64 { return stats().ItemsNotDecoded }
+	}
+	h := &memHandler{}
+	if _, err := inf.AddEventHandler(h); err != nil {
+		return nil, err
+	}
+	memGOGC(memGCPercent)
+	defer memGOGC(100)
+	res := &relistPeakResult{}
+	base := liveHeapNow()
+	peak := startProfiledPeak("sync")
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { inf.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	if err := waitRelisted(h, srv, int64(cfg.N), memInitial); err != nil {
+		return nil, err
+	}
+	res.SyncPeak = peak.finish(base)
+	res.SyncedHeap = liveHeapNow() - base
+	peaks := []*uint64{memFewChanged: &res.FewChangedPeak, memAllChanged: &res.AllChangedPeak}
+	skipped := []*uint64{memFewChanged: &res.FewChangedNotDecoded, memAllChanged: &res.AllChangedNotDecoded}
+	for _, v := range []int{memFewChanged, memAllChanged} {
+		before, want := notDecoded(), h.calls()+int64(cfg.N)
+		liveHeapNow()
+		peak := startProfiledPeak(fmt.Sprintf("relist-%d", v))
+		srv.expire(v)
+		if err := waitRelisted(h, srv, want, v); err != nil {
+			return nil, err
+		}
+		*peaks[v] = peak.finish(base)
+		*skipped[v] = notDecoded() - before
+		if err := checkMemRelisted(inf.GetStore(), cfg.N, v); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// waitRelisted waits until the handler has had calls calls and the
+// informer watches version v.
+func waitRelisted(h *memHandler, srv *pageServer, calls int64, v int) error {
+	if err := h.wait(calls); err != nil {
+		return err
+	}
+	return srv.waitWatching(v)
+}
+
+// The benchmark's child at a small size, in this process: the informers
+// sync and relist from the page server over a real clientset, and ours
+// leaves every unchanged Pod of the 5% relist undecoded.
+func TestRelistPeakChildSmall(t *testing.T) {
+	dir := t.TempDir()
+	const n = 1200
+	if err := writeRelistPeakPages(dir, n); err != nil {
+		t.Fatal(err)
+	}
+	for _, impl := range []string{"client-go", "kreflector+compact"} {
+		res, err := runRelistPeak(relistPeakConfig{Impl: impl, N: n, Dir: dir})
+		if err != nil {
+			t.Fatalf("%s: %v", impl, err)
+		}
+		if res.SyncedHeap == 0 || res.FewChangedPeak == 0 || res.AllChangedPeak == 0 {
+			t.Errorf("%s: a figure is 0: %+v", impl, res)
+		}
+		want := [2]uint64{n - n/20, 0}
+		if impl == "client-go" {
+			want = [2]uint64{}
+		}
+		if got := [2]uint64{res.FewChangedNotDecoded, res.AllChangedNotDecoded}; got != want {
+			t.Errorf("%s: %v Pods left undecoded by the relists, want %v", impl, got, want)
+		}
+	}
+	if _, err := runRelistPeak(relistPeakConfig{Impl: "kreflector+compcat", N: n, Dir: dir}); err == nil {
+		t.Error("an implementation of no such name ran")
+	}
+}
