@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clientgocache "k8s.io/client-go/tools/cache"
 )
 
 // BenchmarkRelistPeakOverHTTP measures the peak live heap of a Pod
@@ -154,53 +155,66 @@ func runRelistPeak(cfg relistPeakConfig) (*relistPeakResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	notDecoded := func() uint64 { return 0 }
+	r := &relistPeakRun{srv: srv, n: cfg.N, h: &memHandler{}, notDecoded: func() uint64 { return 0 }}
 	if stats != nil {
-		notDecoded = func() uint64 { return stats().ItemsNotDecoded }
+		r.notDecoded = func() uint64 { return stats().ItemsNotDecoded }
 	}
-	h := &memHandler{}
-	if _, err := inf.AddEventHandler(h); err != nil {
+	if _, err := inf.AddEventHandler(r.h); err != nil {
 		return nil, err
 	}
 	memGOGC(memGCPercent)
 	defer memGOGC(100)
+	return r.measure(inf)
+}
+
+// relistPeakRun is one child's informer, as its phases see it.
+type relistPeakRun struct {
+	srv        *pageServer
+	n          int
+	h          *memHandler
+	notDecoded func() uint64
+}
+
+// measure runs inf until the sync and both relists are measured.
+func (r *relistPeakRun) measure(inf clientgocache.SharedIndexInformer) (*relistPeakResult, error) {
 	res := &relistPeakResult{}
 	base := liveHeapNow()
-	peak := startProfiledPeak("sync")
 	stop, done := make(chan struct{}), make(chan struct{})
-	go func() { inf.Run(stop); close(done) }()
+	peak, err := r.phase("sync", base, int64(r.n), memInitial, func() { go func() { inf.Run(stop); close(done) }() })
 	defer func() { close(stop); <-done }()
-	if err := waitRelisted(h, srv, int64(cfg.N), memInitial); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	res.SyncPeak = peak.finish(base)
-	res.SyncedHeap = liveHeapNow() - base
-	peaks := []*uint64{memFewChanged: &res.FewChangedPeak, memAllChanged: &res.AllChangedPeak}
-	skipped := []*uint64{memFewChanged: &res.FewChangedNotDecoded, memAllChanged: &res.AllChangedNotDecoded}
+	res.SyncPeak, res.SyncedHeap = peak, liveHeapNow()-base
 	for _, v := range []int{memFewChanged, memAllChanged} {
-		before, want := notDecoded(), h.calls()+int64(cfg.N)
+		before := r.notDecoded()
 		liveHeapNow()
-		peak := startProfiledPeak(fmt.Sprintf("relist-%d", v))
-		srv.expire(v)
-		if err := waitRelisted(h, srv, want, v); err != nil {
+		peak, err := r.phase(fmt.Sprintf("relist-%d", v), base, r.h.calls()+int64(r.n), v, func() { r.srv.expire(v) })
+		if err != nil {
 			return nil, err
 		}
-		*peaks[v] = peak.finish(base)
-		*skipped[v] = notDecoded() - before
-		if err := checkMemRelisted(inf.GetStore(), cfg.N, v); err != nil {
+		if err := checkMemRelisted(inf.GetStore(), r.n, v); err != nil {
 			return nil, err
+		}
+		if v == memFewChanged {
+			res.FewChangedPeak, res.FewChangedNotDecoded = peak, r.notDecoded()-before
+		} else {
+			res.AllChangedPeak, res.AllChangedNotDecoded = peak, r.notDecoded()-before
 		}
 	}
 	return res, nil
 }
 
-// waitRelisted waits until the handler has had calls calls and the
-// informer watches version v.
-func waitRelisted(h *memHandler, srv *pageServer, calls int64, v int) error {
-	if err := h.wait(calls); err != nil {
-		return err
+// phase samples the live heap's peak above base from start until the
+// handler has had calls calls and the informer watches version v.
+func (r *relistPeakRun) phase(name string, base uint64, calls int64, v int, start func()) (uint64, error) {
+	peak := startProfiledPeak(name)
+	start()
+	err := r.h.wait(calls)
+	if err == nil {
+		err = r.srv.waitWatching(v)
 	}
-	return srv.waitWatching(v)
+	return peak.finish(base), err
 }
 
 // The benchmark's child at a small size, in this process: the informers
