@@ -216,8 +216,7 @@ func runRelist(impl string, n int, before, after [][]byte) (relistFigures, error
 	srv := &relistServer{before: before, after: after}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1, ContentConfig: rest.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	cs, err := protobufClientset(hs.URL)
 	if err != nil {
 		return relistFigures{}, err
 	}
@@ -249,6 +248,13 @@ func runRelist(impl string, n int, before, after [][]byte) (relistFigures, error
 		f.notDecoded = stats().ItemsNotDecoded
 	}
 	return f, nil
+}
+
+// protobufClientset is a clientset of the server at url that talks
+// protobuf, unthrottled.
+func protobufClientset(url string) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(&rest.Config{Host: url, QPS: -1, ContentConfig: rest.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
 }
 
 // relistInformer is impl's Pod informer from its factory, and for ours

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	clientgocache "k8s.io/client-go/tools/cache"
 )
 
@@ -146,8 +144,7 @@ func runRelistPeak(cfg relistPeakConfig) (*relistPeakResult, error) {
 	defer srv.close()
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1, ContentConfig: rest.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	cs, err := protobufClientset(hs.URL)
 	if err != nil {
 		return nil, err
 	}
