@@ -6,12 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // writeKeys writes a fresh RSA key pair for signing service-account tokens
@@ -34,25 +30,4 @@ func writeKeys(dir string) error {
 		return fmt.Errorf("writing the service-account public key: %w", err)
 	}
 	return nil
-}
-
-// printPorts writes count distinct loopback ports to w. All listeners stay
-// open until every port is chosen, so no port is picked twice; another
-// program may still take one after they close.
-func printPorts(w io.Writer, count string) error {
-	n, err := strconv.Atoi(count)
-	if err != nil || n < 1 {
-		return fmt.Errorf("port count %q is not a positive number: %w", count, errUsage)
-	}
-	ports := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("finding a free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	}
-	_, err = fmt.Fprintln(w, strings.Join(ports, " "))
-	return err
 }

@@ -7,7 +7,8 @@
 //	    writes DIR/sa.key (RSA private key, PKCS #1 PEM) and DIR/sa.pub
 //	    (its public key, PKIX PEM), both mode 0600
 //	e2ectl ports N
-//	    prints N distinct loopback TCP ports, free a moment ago, on one line
+//	    prints N distinct loopback TCP ports, free a moment ago and outside
+//	    the kernel's ephemeral range where it is known, on one line
 //	e2ectl ready [-pid PID] URL CAFILE TOKEN TIMEOUT
 //	    polls URL/readyz with the bearer TOKEN, trusting only the
 //	    certificates in CAFILE (kube-apiserver writes it as it starts, so a

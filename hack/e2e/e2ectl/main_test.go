@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -24,21 +23,6 @@ func TestUsageErrors(t *testing.T) {
 		if err := run(args); !errors.Is(err, errUsage) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
-	}
-}
-
-func TestPortsAreDistinct(t *testing.T) {
-	var out bytes.Buffer
-	if err := printPorts(&out, "5"); err != nil {
-		t.Fatal(err)
-	}
-	ports := strings.Fields(out.String())
-	seen := map[string]bool{}
-	for _, p := range ports {
-		seen[p] = true
-	}
-	if len(ports) != 5 || len(seen) != 5 {
-		t.Fatalf("ports %q: want 5 distinct", ports)
 	}
 }
 
