@@ -84,7 +84,8 @@
 //
 // A member publishes how far its handlers have got (AnnotationHandled).
 // A new owner that takes a bucket over from a holder that stopped handling
-// it first (dead, cut off, paused, or its informers stopped) replays the
+// it first (dead, cut off, paused, its informers stopped, or leaving and
+// out of time to wait for the new owner's cache) replays the
 // bucket's deletes since that position from the watch history and hands
 // them to its handlers before the adds; where the history is gone it says
 // so (Status.Unreplayed, LastError).

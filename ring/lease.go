@@ -41,8 +41,10 @@ const (
 	// informers stopped first) replays the deletes made since.
 	AnnotationHandled = "ring.kreflector.io/handled"
 	// AnnotationStopped marks a member some of whose informers have
-	// stopped: what it releases from then on it had not been handling to
-	// the end, so its successors replay the deletes since its positions.
+	// stopped, or one leaving that released buckets before their
+	// successors had them cached: what it releases from then on it had
+	// not been handling to the end, so its successors replay the deletes
+	// since its positions.
 	AnnotationStopped = "ring.kreflector.io/informers-stopped"
 	// AnnotationSupersedes is the uid of a Lease of the same name that
 	// the member lost (deleted, replaced or changed behind its back; see

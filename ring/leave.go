@@ -12,7 +12,11 @@ import (
 // (the others plan without it and cache its buckets), runs rounds that
 // release each bucket once its successor has it cached, and after half of
 // RenewDeadline releases what is left regardless; then it records that it
-// holds nothing and deletes its Lease. All within RenewDeadline. Without
+// holds nothing and deletes its Lease. All within RenewDeadline. What it
+// releases regardless its successors may not have cached yet: it is
+// published as abandoned (AnnotationStopped, with the positions its
+// handlers had reached before its gate closed), so that they replay the
+// deletes made since rather than lose a change made in between. Without
 // a Lease (none written yet, or lost and none of its name found since)
 // there is nothing to hand over: it holds nothing.
 func (r *Ring) leave(st *state) error {
@@ -36,6 +40,11 @@ func (r *Ring) leave(st *state) error {
 		t.Stop()
 	}
 	stop()
+	if st.held.len() > 0 {
+		// Taken before the gate closes: every change after it may not
+		// have reached a handler.
+		st.abandoned = r.reg.handled()
+	}
 	r.gate.close(fullSet(r.cfg.Buckets))
 	if r.cfg.Drain != nil && st.held.len() > 0 {
 		if sh, ok := shardOf(st.held, r.cfg.Key); ok {

@@ -99,6 +99,11 @@ type state struct {
 	// from is, by bucket, the last other member seen holding it, with
 	// the positions it published (see replays).
 	from map[int]*holder
+	// abandoned, once set (leave's forced release), are the positions
+	// published from then on, with the member marked stopped: what it
+	// lets go then its successors may not have cached, so they replay the
+	// deletes since.
+	abandoned positions
 	// calls logs the failures of the rounds' Lease writes and reads.
 	calls roundLog
 }

@@ -43,7 +43,8 @@ type Status struct {
 	Released, Acquired, Conflicts int
 	// Replayed counts the deletes handed to handlers on taking buckets
 	// over from a holder that had stopped handling them before letting
-	// them go (it died, was cut off or paused, or its informers stopped):
+	// them go (it died, was cut off or paused, its informers stopped, or
+	// it left before this replica had them cached):
 	// deletes made while no handler had the buckets, replayed from the
 	// watch history from the position the holder last published.
 	// Unreplayed counts the buckets taken over whose deletes could not be

@@ -26,7 +26,11 @@ func (r *Ring) write(ctx context.Context, st *state, held set) error {
 	if base != nil {
 		l = base.DeepCopy()
 	}
-	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready, supersedes: st.supersedes, handled: r.reg.handled(), stopped: r.reg.stopped()})
+	handled, stopped := r.reg.handled(), r.reg.stopped()
+	if st.abandoned != nil {
+		handled, stopped = st.abandoned, true
+	}
+	r.writeLease(l, sent, published{held: held, cached: st.cached, leaving: st.leaving, ready: st.ready, supersedes: st.supersedes, handled: handled, stopped: stopped})
 	var got *coordinationv1.Lease
 	var err error
 	if base == nil {
