@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -25,14 +26,15 @@ import (
 	"github.com/kreflector/cache/internal/podgen"
 )
 
-// relistServer serves Pods in protobuf, as kube-apiserver serves a
-// clientset: each LIST the current list whole; the first WATCH calls
+// relistServer serves Pods in protobuf (in JSON when json is set), as
+// kube-apiserver serves a clientset: each LIST the current list whole; the first WATCH calls
 // expire, then answers 410, so that the Reflector relists; each later
 // WATCH stays open and silent, and the second closes watching: the
 // relist's counts are in the Reflector's Stats by then.
 type relistServer struct {
 	expire   func()
 	watching chan struct{}
+	json     bool
 
 	mu      sync.Mutex
 	pods    []corev1.Pod
@@ -49,13 +51,18 @@ func (s *relistServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
 		ListMeta: metav1.ListMeta{ResourceVersion: s.rv}, Items: s.pods}
 	var body bytes.Buffer
-	err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body)
+	var enc runtime.Encoder = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	ct := "application/vnd.kubernetes.protobuf"
+	if s.json {
+		enc, ct = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, jsonserializer.SerializerOptions{}), "application/json"
+	}
+	err := enc.Encode(list, &body)
 	s.mu.Unlock()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+	w.Header().Set("Content-Type", ct)
 	w.Write(body.Bytes())
 }
 
@@ -75,7 +82,11 @@ func (s *relistServer) watch(w http.ResponseWriter, r *http.Request) {
 	if n == 2 {
 		close(s.watching)
 	}
-	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+	if s.json {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+	}
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()
@@ -102,29 +113,32 @@ func relistPods(n int, changed map[int]bool) []corev1.Pod {
 	return out
 }
 
-// A relist through our own ListWatch, in protobuf, does not decode the
-// Pods the informer holds at the resourceVersion listed: the store keeps
+// A relist through our own ListWatch, in protobuf or JSON, does not
+// decode the Pods the informer holds at the resourceVersion listed: the store keeps
 // the object it held (the same one), counted in ItemsNotDecoded, and ends
 // holding exactly the server's list; changed, added and removed Pods are
 // decoded as ever. A ListWatch wrapping ours is given whole lists, every
 // item decoded; the held objects are still kept (after decoding).
 func TestRelistLeavesHeldPodsUndecoded(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		compact bool
-		wrap    bool
-	}{{"indexer", false, false}, {"compact", true, false}, {"wrapped", false, true}} {
-		t.Run(c.name, func(t *testing.T) { testRelistUndecoded(t, c.compact, c.wrap) })
+		name          string
+		compact, wrap bool
+		json          bool
+	}{
+		{"indexer", false, false, false}, {"compact", true, false, false}, {"wrapped", false, true, false},
+		{"indexer, JSON", false, false, true}, {"compact, JSON", true, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) { testRelistUndecoded(t, c.compact, c.wrap, c.json) })
 	}
 }
 
-func testRelistUndecoded(t *testing.T, compact, wrap bool) {
+func testRelistUndecoded(t *testing.T, compact, wrap, json bool) {
 	const n = 40
 	// The relist's answer: Pods 3 and 7 changed, 39 gone, 40 new.
 	second := append(relistPods(n-1, map[int]bool{3: true, 7: true}), *podgen.Pod(n, 200))
 	var before map[string]any
 	var inf SharedIndexInformer
-	srv := &relistServer{watching: make(chan struct{})}
+	srv := &relistServer{watching: make(chan struct{}), json: json}
 	// The informer's store is written after its queue: the first watch
 	// waits until every Pod of the first LIST has reached the handler (so
 	// the store), so the relist finds them all held.
@@ -143,8 +157,12 @@ func testRelistUndecoded(t *testing.T, compact, wrap bool) {
 	srv.serve(relistPods(n, nil), "100")
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	cfg := &restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}}
+	if json {
+		cfg.ContentConfig = restclient.ContentConfig{}
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
 	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
 	if wrap {
 		inner := lw.ListWithContextFunc

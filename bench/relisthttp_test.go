@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -31,8 +32,9 @@ import (
 )
 
 // BenchmarkRelistOverHTTP measures one relist of a Pod informer from its
-// factory, over a real clientset talking protobuf over HTTP to a server in
-// this process, side by side with client-go: the informer syncs
+// factory, over a real clientset talking protobuf (JSON with
+// KREFLECTOR_RELIST_ENCODING=json) over HTTP to a server in this process,
+// side by side with client-go: the informer syncs
 // KREFLECTOR_RELIST_PODS realistic Pods (default 20000) in LIST pages of
 // 500, its first watch is answered 410 Expired, and the LIST that follows
 // finds every twentieth Pod changed. Measured from that LIST's first
@@ -50,11 +52,19 @@ func BenchmarkRelistOverHTTP(b *testing.B) {
 	if err != nil || n < relistPage {
 		b.Fatalf("bad KREFLECTOR_RELIST_PODS (%v)", err)
 	}
-	before, err := relistPages(n, 0)
+	json := false
+	switch enc := cmpEnv("KREFLECTOR_RELIST_ENCODING", "protobuf"); enc {
+	case "json":
+		json = true
+	case "protobuf":
+	default:
+		b.Fatalf("KREFLECTOR_RELIST_ENCODING %q: want protobuf or json", enc)
+	}
+	before, err := relistPages(n, 0, json)
 	if err != nil {
 		b.Fatal(err)
 	}
-	after, err := relistPages(n, 20)
+	after, err := relistPages(n, 20, json)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +72,7 @@ func BenchmarkRelistOverHTTP(b *testing.B) {
 		b.Run(impl, func(b *testing.B) {
 			var runs []relistFigures
 			for range b.N {
-				f, err := runRelist(impl, n, before, after)
+				f, err := runRelist(impl, n, before, after, json)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -87,15 +97,18 @@ func BenchmarkRelistOverHTTP(b *testing.B) {
 // relistPage is the page size of the server's LISTs.
 const relistPage = 500
 
-// relistPages encodes n realistic Pods in protobuf LIST pages of
-// relistPage, at resourceVersion 100, but every every-th Pod (none when
-// every is 0) at 200; the list's resourceVersion is the highest.
-func relistPages(n, every int) ([][]byte, error) {
+// relistPages encodes n realistic Pods in protobuf (or JSON) LIST pages
+// of relistPage, at resourceVersion 100, but every every-th Pod (none
+// when every is 0) at 200; the list's resourceVersion is the highest.
+func relistPages(n, every int, json bool) ([][]byte, error) {
 	listRV := "100"
 	if every > 0 {
 		listRV = "200"
 	}
-	ser := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	var ser apiruntime.Encoder = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	if json {
+		ser = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, jsonserializer.SerializerOptions{})
+	}
 	var pages [][]byte
 	for from := 0; from < n; from += relistPage {
 		list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
@@ -134,6 +147,7 @@ type relistFigures struct {
 // then LISTs.
 type relistServer struct {
 	before, after [][]byte
+	json          bool // the pages are JSON
 
 	mu      sync.Mutex
 	expired bool
@@ -178,7 +192,7 @@ func (s *relistServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such page", http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+	w.Header().Set("Content-Type", s.mediaType(""))
 	w.Write(pages[page])
 }
 
@@ -196,10 +210,18 @@ func (s *relistServer) serveWatch(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewResourceExpired("too old resource version"))
 		return
 	}
-	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+	w.Header().Set("Content-Type", s.mediaType(";stream=watch"))
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()
+}
+
+// mediaType is the pages' media type; protobuf's with suffix.
+func (s *relistServer) mediaType(suffix string) string {
+	if s.json {
+		return "application/json"
+	}
+	return "application/vnd.kubernetes.protobuf" + suffix
 }
 
 // writeStatus answers err's status, in JSON.
@@ -212,11 +234,14 @@ func writeStatus(w http.ResponseWriter, err *apierrors.StatusError) {
 
 // runRelist syncs impl's Pod informer from a new server, then measures
 // its relist (see BenchmarkRelistOverHTTP).
-func runRelist(impl string, n int, before, after [][]byte) (relistFigures, error) {
-	srv := &relistServer{before: before, after: after}
+func runRelist(impl string, n int, before, after [][]byte, json bool) (relistFigures, error) {
+	srv := &relistServer{before: before, after: after, json: json}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	cs, err := protobufClientset(hs.URL)
+	if json {
+		cs, err = kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
+	}
 	if err != nil {
 		return relistFigures{}, err
 	}

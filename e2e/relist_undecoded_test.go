@@ -17,15 +17,24 @@ import (
 	"github.com/kreflector/cache"
 )
 
-// On a real kube-apiserver, in protobuf: a relist of an informer over
-// our own ListWatch does not decode the ConfigMaps it holds at the
-// resourceVersion listed (Stats.ItemsNotDecoded), and the informer then
-// holds exactly the server's objects. The relist is asked for by an index
-// function failing on a new ConfigMap for a while (see ErrIndexerFailed),
-// so that nothing else changes.
+// On a real kube-apiserver, in protobuf and in JSON: a relist of an
+// informer over our own ListWatch does not decode the ConfigMaps it holds
+// at the resourceVersion listed (Stats.ItemsNotDecoded), and the informer
+// then holds exactly the server's objects. The relist is asked for by an
+// index function failing on a new ConfigMap for a while (see
+// ErrIndexerFailed), so that nothing else changes.
 func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 	t.Parallel()
-	cs := client(t, encodingConfig(testCluster.admin, "protobuf"))
+	for _, encoding := range []string{"protobuf", "json"} {
+		t.Run(encoding, func(t *testing.T) {
+			t.Parallel()
+			testRelistUndecoded(t, encoding)
+		})
+	}
+}
+
+func testRelistUndecoded(t *testing.T, encoding string) {
+	cs := client(t, encodingConfig(testCluster.admin, encoding))
 	ns := namespace(t, cs)
 	const n = 60
 	for i := range n {

@@ -71,12 +71,15 @@ type Options struct {
 	// item, what Held returned for those (whose element of items is nil)
 	// and nil for the others.
 	Owned func(list runtime.Object, items []runtime.Object, held []any)
-	// Held, if set with Owned, is asked before each protobuf item of a
-	// streamed typed or metadata list of a type whose metadata is its
-	// field 1 (every type of k8s.io/api: see protometa.For) is decoded,
-	// with the item's namespace, name and non-empty resourceVersion as
-	// its bytes hold them (protometa.Identity; items whose metadata does
-	// not parse are decoded). When it returns ok, the item is not
+	// Held, if set with Owned, is asked before each item of a streamed
+	// typed or metadata list is decoded, with the item's namespace, name
+	// and non-empty resourceVersion as its bytes hold them: in protobuf,
+	// for a type whose metadata is its field 1 (every type of k8s.io/api:
+	// see protometa.For, protometa.Identity); in JSON, for a type whose
+	// metav1.ObjectMeta is its "metadata" and that has no UnmarshalJSON
+	// (every type of k8s.io/api, and custom resources' types as
+	// generators write them: see jsonIdentity). Items whose identity
+	// cannot be read exactly are decoded. When it returns ok, the item is not
 	// decoded: obj stands for it in Owned's held, and its element of
 	// Items is left the zero value. It is called on the calling
 	// goroutine, in the items' order; the strings alias the body's

@@ -58,7 +58,10 @@ type sink struct {
 	// held is Options.Held when it may be asked (see heldItem), and
 	// standIns the items it stood for: their element of owned is the
 	// zero Value.
-	held     func(namespace, name, resourceVersion string) (any, bool)
+	held func(namespace, name, resourceVersion string) (any, bool)
+	// identity reads an item's identity from its bytes in the body's
+	// format, for held.
+	identity func(data []byte) (namespace, name, resourceVersion []byte, ok bool)
 	standIns []standIn
 	first    int // the first chunk's size
 	// lastStart is the index of the last chunk's first item.
@@ -88,8 +91,12 @@ func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 		workers: o.Workers,
 		errs:    newItemErrors(media == mediaJSON, p.mode != unstructuredMode),
 	}
-	if s.own && media == mediaProtobuf && protometa.For(p.itemsType.Elem()) != nil {
-		s.held = o.Held
+	switch {
+	case !s.own:
+	case media == mediaProtobuf && protometa.For(p.itemsType.Elem()) != nil:
+		s.held, s.identity = o.Held, protometa.Identity
+	case media == mediaJSON && jsonMetaType(p.itemsType.Elem()):
+		s.held, s.identity = o.Held, jsonIdentity
 	}
 	return s
 }
@@ -100,7 +107,7 @@ func (s *sink) heldItem(data []byte) (any, bool) {
 	if s.held == nil {
 		return nil, false
 	}
-	ns, name, rv, ok := protometa.Identity(data)
+	ns, name, rv, ok := s.identity(data)
 	if !ok || len(name) == 0 || len(rv) == 0 {
 		return nil, false
 	}

@@ -1,0 +1,120 @@
+package listdecode
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// jsonIdentityCases are items with the identity jsonIdentity must read
+// (ok) or refuse to.
+var jsonIdentityCases = []struct {
+	name, data string
+	ns, nm, rv string
+	ok         bool
+}{
+	{"plain", `{"kind":"Pod","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"}},"spec":{}}`, "ns", "a", "7", true},
+	{"spaced", " {\n \"metadata\" :\t{ \"resourceVersion\" : \"8\" , \"name\" : \"b\" } } ", "", "b", "8", true},
+	{"metadata twice merges", `{"metadata":{"name":"a","namespace":"ns"},"metadata":{"name":"b","resourceVersion":"3"}}`, "ns", "b", "3", true},
+	{"last name wins", `{"metadata":{"name":"a","name":"c","resourceVersion":"1"}}`, "", "c", "1", true},
+	{"deeper metadata ignored", `{"spec":{"metadata":{"name":"x"}},"metadata":{"name":"y","resourceVersion":"2"},"items":[{"metadata":{"name":"z"}}]}`, "", "y", "2", true},
+	{"quotes and brackets in strings", `{"a":"}\"{[","metadata":{"annotations":{"k":"\"}]"},"name":"q","resourceVersion":"4"},"b":["]",{"c":"{"}]}`, "", "q", "4", true},
+	{"scalars", `{"a":1.5e3,"b":true,"c":null,"metadata":{"generation":2,"name":"s","resourceVersion":"5"}}`, "", "s", "5", true},
+	{"no metadata", `{"kind":"Pod"}`, "", "", "", true},
+	{"empty", `{}`, "", "", "", true},
+	{"Metadata", `{"Metadata":{"name":"a"},"metadata":{"name":"b"}}`, "", "", "", false},
+	{"Name", `{"metadata":{"Name":"a","name":"b"}}`, "", "", "", false},
+	{"metadata null", `{"metadata":null}`, "", "", "", false},
+	{"metadata a string", `{"metadata":"x"}`, "", "", "", false},
+	{"escaped name", `{"metadata":{"name":"a\u0062"}}`, "", "", "", false},
+	{"escaped key", `{"meta\u0064ata":{"name":"a"}}`, "", "", "", false},
+	{"escaped key inside", `{"metadata":{"n\u0061me":"a"}}`, "", "", "", false},
+	{"name a number", `{"metadata":{"name":5}}`, "", "", "", false},
+	{"name null", `{"metadata":{"name":null}}`, "", "", "", false},
+	{"name not UTF-8", "{\"metadata\":{\"name\":\"a\xff\"}}", "", "", "", false},
+	{"name with a control character", "{\"metadata\":{\"name\":\"a\tb\"}}", "", "", "", false},
+	{"cut", `{"metadata":{"name":"a"`, "", "", "", false},
+	{"cut in a string", `{"metadata":{"name":"a`, "", "", "", false},
+	{"an array", `[{"metadata":{"name":"a"}}]`, "", "", "", false},
+	{"no colon", `{"metadata" {"name":"a"}}`, "", "", "", false},
+	{"no comma", `{"a":1 "metadata":{"name":"a"}}`, "", "", "", false},
+	{"cut in a skipped value", `{"a":{"b":[1,2`, "", "", "", false},
+}
+
+// TestJSONIdentity: jsonIdentity reads what the item decoder sets, or
+// refuses.
+func TestJSONIdentity(t *testing.T) {
+	for _, c := range jsonIdentityCases {
+		ns, nm, rv, ok := jsonIdentity([]byte(c.data))
+		if ok != c.ok || string(ns) != c.ns || string(nm) != c.nm || string(rv) != c.rv {
+			t.Errorf("%s: jsonIdentity = %q %q %q %v, want %q %q %q %v", c.name, ns, nm, rv, ok, c.ns, c.nm, c.rv, c.ok)
+		}
+		if ok {
+			agreesWithDecoder(t, c.name, []byte(c.data), ns, nm, rv)
+		}
+	}
+}
+
+// agreesWithDecoder fails t if the item decoder takes data and sets
+// another identity than ns, nm, rv.
+func agreesWithDecoder(t *testing.T, name string, data, ns, nm, rv []byte) {
+	t.Helper()
+	var p corev1.Pod
+	if utiljson.Unmarshal(data, &p) != nil {
+		return
+	}
+	if p.Namespace != string(ns) || p.Name != string(nm) || p.ResourceVersion != string(rv) {
+		t.Errorf("%s: read %q %q %q, the decoder sets %q %q %q", name, ns, nm, rv, p.Namespace, p.Name, p.ResourceVersion)
+	}
+}
+
+// FuzzJSONIdentity: whatever the bytes, jsonIdentity never panics, and
+// what it reads is what the item decoder sets wherever that takes them.
+func FuzzJSONIdentity(f *testing.F) {
+	for _, c := range jsonIdentityCases {
+		f.Add([]byte(c.data))
+	}
+	f.Add(jsonOf(f, podList(1)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if ns, nm, rv, ok := jsonIdentity(data); ok {
+			agreesWithDecoder(t, "fuzzed", data, ns, nm, rv)
+		}
+	})
+}
+
+type withUnmarshalJSON struct {
+	metav1.ObjectMeta `json:"metadata"`
+}
+
+func (*withUnmarshalJSON) UnmarshalJSON([]byte) error { return nil }
+
+type inlineMeta struct {
+	metav1.ObjectMeta `json:",inline"`
+}
+
+type customResource struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              json.RawMessage `json:"spec"`
+}
+
+// TestJSONMetaType: only types whose ObjectMeta is their "metadata", and
+// that decode without a method of their own, have their identity read.
+func TestJSONMetaType(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want bool
+	}{
+		{corev1.Pod{}, true}, {metav1.PartialObjectMetadata{}, true}, {customResource{}, true},
+		{unstructured.Unstructured{}, false}, {withUnmarshalJSON{}, false}, {inlineMeta{}, false}, {"", false},
+	} {
+		if got := jsonMetaType(reflect.TypeOf(c.v)); got != c.want {
+			t.Errorf("jsonMetaType(%T) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
