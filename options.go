@@ -180,8 +180,9 @@ type ReflectorOptions struct {
 	// handlers), are then given the held object itself. For an
 	// informer relisting through this module's own ListWatch (its
 	// factories'), in protobuf or in JSON (typed objects whose ObjectMeta
-	// is their "metadata", custom resources' types included; not
-	// unstructured ones), such an item is not even decoded: its
+	// is their "metadata", custom resources' types included, and the
+	// dynamic informers' unstructured ones), such an item is not even
+	// decoded: its
 	// namespace, name and resourceVersion are read from its bytes first
 	// (counted in Stats.ItemsNotDecoded). A listed object
 	// at another resourceVersion than the held one takes, in place, the

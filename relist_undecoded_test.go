@@ -13,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
@@ -118,27 +120,69 @@ func relistPods(n int, changed map[int]bool) []corev1.Pod {
 // the object it held (the same one), counted in ItemsNotDecoded, and ends
 // holding exactly the server's list; changed, added and removed Pods are
 // decoded as ever. A ListWatch wrapping ours is given whole lists, every
-// item decoded; the held objects are still kept (after decoding).
+// item decoded; the held objects are still kept (after decoding). A
+// dynamic informer's unstructured Pods, in JSON, likewise.
 func TestRelistLeavesHeldPodsUndecoded(t *testing.T) {
-	for _, c := range []struct {
-		name          string
-		compact, wrap bool
-		json          bool
-	}{
-		{"indexer", false, false, false}, {"compact", true, false, false}, {"wrapped", false, true, false},
-		{"indexer, JSON", false, false, true}, {"compact, JSON", true, false, true},
+	for _, c := range []relistCase{
+		{name: "indexer"}, {name: "compact", compact: true}, {name: "wrapped", wrap: true},
+		{name: "indexer, JSON", json: true}, {name: "compact, JSON", compact: true, json: true},
+		{name: "dynamic", json: true, dynamic: true}, {name: "dynamic, compact", compact: true, json: true, dynamic: true},
 	} {
-		t.Run(c.name, func(t *testing.T) { testRelistUndecoded(t, c.compact, c.wrap, c.json) })
+		t.Run(c.name, func(t *testing.T) { testRelistUndecoded(t, c) })
 	}
 }
 
-func testRelistUndecoded(t *testing.T, compact, wrap, json bool) {
+// relistCase is one informer of TestRelistLeavesHeldPodsUndecoded: on a
+// compact store; through a ListWatch wrapping ours; in JSON; dynamic
+// (unstructured, in JSON).
+type relistCase struct {
+	name                         string
+	compact, wrap, json, dynamic bool
+}
+
+// informer is c's Pod informer on a server at url.
+func (c relistCase) informer(url string) SharedIndexInformer {
+	cfg := &restclient.Config{Host: url, ContentConfig: restclient.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}}
+	if c.json {
+		cfg.ContentConfig = restclient.ContentConfig{}
+	}
+	if c.dynamic {
+		lw := listwatch.Dynamic(dynamic.NewForConfigOrDie(cfg), corev1.SchemeGroupVersion.WithResource("pods"), "", nil)
+		return NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	}
+	lw := listwatch.Typed(kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(""), "pods", nil)
+	if c.wrap {
+		inner := lw.ListWithContextFunc
+		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return inner(ctx, o) }
+	}
+	return NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+}
+
+// asPod is obj, a Pod or an unstructured one, as a typed Pod without
+// TypeMeta.
+func asPod(obj any) (*corev1.Pod, bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o, true
+	case *unstructured.Unstructured:
+		p := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, p); err != nil {
+			return nil, false
+		}
+		p.TypeMeta = metav1.TypeMeta{}
+		return p, true
+	}
+	return nil, false
+}
+
+func testRelistUndecoded(t *testing.T, c relistCase) {
 	const n = 40
 	// The relist's answer: Pods 3 and 7 changed, 39 gone, 40 new.
 	second := append(relistPods(n-1, map[int]bool{3: true, 7: true}), *podgen.Pod(n, 200))
 	var before map[string]any
 	var inf SharedIndexInformer
-	srv := &relistServer{watching: make(chan struct{}), json: json}
+	srv := &relistServer{watching: make(chan struct{}), json: c.json}
 	// The informer's store is written after its queue: the first watch
 	// waits until every Pod of the first LIST has reached the handler (so
 	// the store), so the relist finds them all held.
@@ -157,20 +201,9 @@ func testRelistUndecoded(t *testing.T, compact, wrap, json bool) {
 	srv.serve(relistPods(n, nil), "100")
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	cfg := &restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}}
-	if json {
-		cfg.ContentConfig = restclient.ContentConfig{}
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	lw := listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil)
-	if wrap {
-		inner := lw.ListWithContextFunc
-		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return inner(ctx, o) }
-	}
-	inf = NewSharedIndexInformer(lw, &corev1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	inf = c.informer(hs.URL)
 	o := ReflectorOptions{UseWatchList: ptr.To(false)}
-	if compact {
+	if c.compact {
 		o.Compact = &CompactOptions{}
 	}
 	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
@@ -200,7 +233,7 @@ func testRelistUndecoded(t *testing.T, compact, wrap, json bool) {
 	}
 	st := inf.(InformerHealthReporter).Stats().Reflector
 	wantUndecoded := uint64(n - 3) // all but 3, 7 and 39
-	if wrap {
+	if c.wrap {
 		wantUndecoded = 0
 	}
 	if st.ItemsReused != uint64(n-3) || st.ItemsNotDecoded != wantUndecoded {
@@ -212,11 +245,12 @@ func testRelistUndecoded(t *testing.T, compact, wrap, json bool) {
 	}
 	for i := range second {
 		want := &second[i]
-		got, ok := after[want.Namespace+"/"+want.Name].(*corev1.Pod)
+		held := after[want.Namespace+"/"+want.Name]
+		got, ok := asPod(held)
 		if !ok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s/%s after the relist is not the server's", want.Namespace, want.Name)
 		}
-		if old, ok := before[want.Namespace+"/"+want.Name]; !compact && ok && want.ResourceVersion == "100" && old != got {
+		if old, ok := before[want.Namespace+"/"+want.Name]; !c.compact && ok && want.ResourceVersion == "100" && old != held {
 			t.Fatalf("%s/%s is another object than the one held", want.Namespace, want.Name)
 		}
 	}

@@ -50,8 +50,8 @@ type Stats struct {
 	// ReflectorOptions.ReuseHeldObjects).
 	ItemsReused uint64
 	// ItemsNotDecoded counts those of ItemsReused that were not even
-	// decoded: items of a relist's LIST pages (protobuf, or JSON of a
-	// typed object), read through this
+	// decoded: items of a relist's LIST pages (protobuf or JSON, typed or
+	// unstructured), read through this
 	// module's own ListWatch (the informer factories'), whose namespace,
 	// name and resourceVersion, read from their bytes, matched what an
 	// informer's store held. Like ItemsReused, it counts the pages of a

@@ -65,8 +65,8 @@ type Options struct {
 	// once, before Decode returns the list, with the list and those
 	// allocations in Items' order, so that a caller that would copy every
 	// item out of Items (meta.EachListItemWithAlloc, as a Reflector does)
-	// can take them instead. Not called for a list decoded whole, or
-	// unstructured. The allocations are the caller's from then on. held
+	// can take them instead. Not called for a list decoded whole, nor
+	// for an unstructured one unless Held is set too. The allocations are the caller's from then on. held
 	// is nil unless Held stood for some items: then it has one element per
 	// item, what Held returned for those (whose element of items is nil)
 	// and nil for the others.
@@ -78,7 +78,8 @@ type Options struct {
 	// see protometa.For, protometa.Identity); in JSON, for a type whose
 	// metav1.ObjectMeta is its "metadata" and that has no UnmarshalJSON
 	// (every type of k8s.io/api, and custom resources' types as
-	// generators write them: see jsonIdentity). Items whose identity
+	// generators write them: see jsonIdentity), or unstructured (see
+	// jsonMapIdentity). Items whose identity
 	// cannot be read exactly are decoded. When it returns ok, the item is not
 	// decoded: obj stands for it in Owned's held, and its element of
 	// Items is left the zero value. It is called on the calling

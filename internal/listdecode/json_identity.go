@@ -26,10 +26,26 @@ import (
 // other keys are only skipped: bytes the decoder would refuse there are
 // not noticed here.
 func jsonIdentity(data []byte) (namespace, name, resourceVersion []byte, ok bool) {
+	return readIdentity(data, true)
+}
+
+// jsonMapIdentity is jsonIdentity for an item decoded into a map (an
+// unstructured object), where a later "metadata" replaces an earlier one
+// whole: an item with two is refused.
+func jsonMapIdentity(data []byte) (namespace, name, resourceVersion []byte, ok bool) {
+	return readIdentity(data, false)
+}
+
+// readIdentity is jsonIdentity, or with merge false jsonMapIdentity.
+func readIdentity(data []byte, merge bool) (namespace, name, resourceVersion []byte, ok bool) {
 	s := jscan{b: data}
+	metas := 0
 	ok = s.members(func(key []byte) bool {
 		switch {
 		case string(key) == "metadata":
+			if metas++; metas > 1 && !merge {
+				return false
+			}
 			return s.members(func(key []byte) bool {
 				switch {
 				case string(key) == "name":

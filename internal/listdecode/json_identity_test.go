@@ -60,6 +60,39 @@ func TestJSONIdentity(t *testing.T) {
 	}
 }
 
+// TestJSONMapIdentity: jsonMapIdentity reads what decoding into a map
+// (an unstructured object) sets, or refuses; an item with two "metadata",
+// which the map keeps the last of whole, is refused.
+func TestJSONMapIdentity(t *testing.T) {
+	for _, c := range jsonIdentityCases {
+		want := c
+		if c.name == "metadata twice merges" {
+			want.ns, want.nm, want.rv, want.ok = "", "", "", false
+		}
+		ns, nm, rv, ok := jsonMapIdentity([]byte(c.data))
+		if ok != want.ok || string(ns) != want.ns || string(nm) != want.nm || string(rv) != want.rv {
+			t.Errorf("%s: jsonMapIdentity = %q %q %q %v, want %q %q %q %v", c.name, ns, nm, rv, ok, want.ns, want.nm, want.rv, want.ok)
+		}
+		if ok {
+			agreesWithMapDecoder(t, c.name, []byte(c.data), ns, nm, rv)
+		}
+	}
+}
+
+// agreesWithMapDecoder fails t if decoding data into a map, as the
+// dynamic client does, sets another identity than ns, nm, rv.
+func agreesWithMapDecoder(t *testing.T, name string, data, ns, nm, rv []byte) {
+	t.Helper()
+	m := map[string]any{}
+	if utiljson.Unmarshal(data, &m) != nil {
+		return
+	}
+	u := unstructured.Unstructured{Object: m}
+	if u.GetNamespace() != string(ns) || u.GetName() != string(nm) || u.GetResourceVersion() != string(rv) {
+		t.Errorf("%s: read %q %q %q, the map decoder sets %q %q %q", name, ns, nm, rv, u.GetNamespace(), u.GetName(), u.GetResourceVersion())
+	}
+}
+
 // agreesWithDecoder fails t if the item decoder takes data and sets
 // another identity than ns, nm, rv.
 func agreesWithDecoder(t *testing.T, name string, data, ns, nm, rv []byte) {
@@ -73,8 +106,9 @@ func agreesWithDecoder(t *testing.T, name string, data, ns, nm, rv []byte) {
 	}
 }
 
-// FuzzJSONIdentity: whatever the bytes, jsonIdentity never panics, and
-// what it reads is what the item decoder sets wherever that takes them.
+// FuzzJSONIdentity: whatever the bytes, jsonIdentity and jsonMapIdentity
+// never panic, and what they read is what the typed decoder (the map
+// decoder) sets wherever that takes them.
 func FuzzJSONIdentity(f *testing.F) {
 	for _, c := range jsonIdentityCases {
 		f.Add([]byte(c.data))
@@ -83,6 +117,9 @@ func FuzzJSONIdentity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if ns, nm, rv, ok := jsonIdentity(data); ok {
 			agreesWithDecoder(t, "fuzzed", data, ns, nm, rv)
+		}
+		if ns, nm, rv, ok := jsonMapIdentity(data); ok {
+			agreesWithMapDecoder(t, "fuzzed", data, ns, nm, rv)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -119,6 +120,53 @@ func TestHeldItemsNotDecoded(t *testing.T) {
 				if held[i] != nil || own[i] == nil || !reflect.DeepEqual(*own[i].(*corev1.Pod), items[i]) || items[i].Name != p.Name {
 					t.Fatalf("%s, %d workers: item %d was not decoded as client-go decodes it", ct, workers, i)
 				}
+			}
+		}
+	}
+}
+
+// TestHeldUnstructuredItemsNotDecoded: an unstructured JSON list with
+// Held set is asked about each item in order; the items Held answers for
+// are not decoded (held stands in, nil in Owned's items), the others
+// are as an unstructured list's decode without Held has them.
+func TestHeldUnstructuredItemsNotDecoded(t *testing.T) {
+	const n = 30
+	src := podList(n)
+	body := jsonOf(t, src)
+	whole, err := Decode(context.Background(), bytes.NewReader(body), Target{Unstructured: true}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := whole.(*unstructured.UnstructuredList).Items
+	for _, workers := range []int{1, 2} {
+		var asked []string
+		var own []runtime.Object
+		var held []any
+		o := Options{Workers: workers,
+			Owned: func(_ runtime.Object, items []runtime.Object, h []any) { own, held = items, h },
+			Held: func(ns, name, rv string) (any, bool) {
+				asked = append(asked, ns+"/"+name+"@"+rv)
+				return "held " + name, len(asked)%3 == 0
+			},
+		}
+		if _, err := Decode(context.Background(), bytes.NewReader(body), Target{Unstructured: true}, o); err != nil {
+			t.Fatal(err)
+		}
+		if len(asked) != n || len(own) != n || len(held) != n {
+			t.Fatalf("%d workers: asked %d times, %d owned, %d held; want %d", workers, len(asked), len(own), len(held), n)
+		}
+		for i, p := range src.Items {
+			if w := p.Namespace + "/" + p.Name + "@" + p.ResourceVersion; asked[i] != w {
+				t.Fatalf("%d workers: asked %q for item %d, want %q", workers, asked[i], i, w)
+			}
+			if (i+1)%3 == 0 {
+				if held[i] != "held "+p.Name || own[i] != nil {
+					t.Fatalf("%d workers: item %d held %v, owned %v", workers, i, held[i], own[i])
+				}
+				continue
+			}
+			if held[i] != nil || own[i] == nil || !reflect.DeepEqual(own[i], &want[i]) {
+				t.Fatalf("%d workers: item %d was not decoded as the whole list's decode has it", workers, i)
 			}
 		}
 	}

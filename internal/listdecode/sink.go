@@ -87,7 +87,7 @@ func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 		item:    o.Item,
 		itemsT:  p.itemsType,
 		first:   firstChunkOf(o.Expect),
-		own:     o.Owned != nil && p.ownable(),
+		own:     o.Owned != nil && (p.ownable() || p.mode == unstructuredMode && o.Held != nil),
 		workers: o.Workers,
 		errs:    newItemErrors(media == mediaJSON, p.mode != unstructuredMode),
 	}
@@ -95,6 +95,8 @@ func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 	case !s.own:
 	case media == mediaProtobuf && protometa.For(p.itemsType.Elem()) != nil:
 		s.held, s.identity = o.Held, protometa.Identity
+	case media == mediaJSON && p.mode == unstructuredMode:
+		s.held, s.identity = o.Held, jsonMapIdentity
 	case media == mediaJSON && jsonMetaType(p.itemsType.Elem()):
 		s.held, s.identity = o.Held, jsonIdentity
 	}

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -85,8 +86,12 @@ func spread(n, workers int, f func(i int)) {
 // (its owned element is nil) and that is appended in its place. With
 // owned nil, or not one pointer per element of a slice of structs (but
 // where held stands in), it is AppendWithAlloc, unless held has stand-ins:
-// then an error, as such a list cannot be read otherwise.
+// then an error, as such a list cannot be read otherwise. An unstructured
+// list with held is taken item by item (see appendUnstructuredHeld).
 func AppendOwned(dst []interface{}, list runtime.Object, owned []runtime.Object, held []any, workers int) ([]interface{}, error) {
+	if u, ok := list.(*unstructured.UnstructuredList); ok && held != nil {
+		return appendUnstructuredHeld(dst, u, held)
+	}
 	if !ownedFits(list, owned, held) {
 		if held != nil {
 			return dst, fmt.Errorf("listitems: %T with items not decoded does not match them", list)
@@ -106,6 +111,25 @@ func AppendOwned(dst []interface{}, list runtime.Object, owned []runtime.Object,
 			out[i] = copyOut(items, i)
 		}
 	})
+	return dst, nil
+}
+
+// appendUnstructuredHeld is AppendOwned for an unstructured list with
+// stand-ins: held[i] where it is not nil, else what
+// EachListItemWithAlloc gives for item i (a new Unstructured on its
+// map). Its owned allocations are not needed: an unstructured item is a
+// map behind one word.
+func appendUnstructuredHeld(dst []interface{}, u *unstructured.UnstructuredList, held []any) ([]interface{}, error) {
+	if len(held) != len(u.Items) {
+		return dst, fmt.Errorf("listitems: %d unstructured items, %d stand-ins or none", len(u.Items), len(held))
+	}
+	for i := range u.Items {
+		if held[i] != nil {
+			dst = append(dst, held[i])
+		} else {
+			dst = append(dst, &unstructured.Unstructured{Object: u.Items[i].Object})
+		}
+	}
 	return dst, nil
 }
 

@@ -165,3 +165,38 @@ func TestHeldItemsStandIn(t *testing.T) {
 		t.Fatal("stand-ins that do not fit the list: no error")
 	}
 }
+
+// TestUnstructuredHeldItemsStandIn: in an unstructured list, each
+// stand-in takes its item's place, and every other item is what
+// EachListItemWithAlloc gives (a new Unstructured on the item's map);
+// stand-ins that do not match the items are an error.
+func TestUnstructuredHeldItemsStandIn(t *testing.T) {
+	u := &unstructured.UnstructuredList{}
+	for i := range 4 {
+		item := unstructured.Unstructured{}
+		item.SetName(fmt.Sprint("u", i))
+		u.Items = append(u.Items, item)
+	}
+	var want []interface{}
+	if err := meta.EachListItemWithAlloc(u, func(o runtime.Object) error { want = append(want, o); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	standIn := &unstructured.Unstructured{}
+	held := []any{nil, standIn, nil, nil}
+	got, err := AppendOwned(nil, u, nil, held, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[1] != standIn {
+		t.Fatalf("got %d items, item 1 %v; want 4 with the stand-in", len(got), got[1])
+	}
+	for _, i := range []int{0, 2, 3} {
+		o := got[i].(*unstructured.Unstructured)
+		if !reflect.DeepEqual(o, want[i]) || reflect.ValueOf(o.Object).Pointer() != reflect.ValueOf(u.Items[i].Object).Pointer() || o == &u.Items[i] {
+			t.Errorf("item %d is not a new Unstructured on the item's map", i)
+		}
+	}
+	if _, err := AppendOwned(nil, u, nil, held[:3], 2); err == nil {
+		t.Error("3 stand-ins for 4 items: want an error")
+	}
+}
