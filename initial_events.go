@@ -23,10 +23,12 @@ type initialEvents struct {
 	// in prepares each object before the transform (nil: nothing to do),
 	// looking for held objects if reuse; reused counts those it found,
 	// which are gathered as they are, untransformed (they were when the
-	// store got them).
-	in     *intake
-	reuse  bool
-	reused int
+	// store got them). notDecoded counts those of them the ListWatch
+	// did not even decode (addHeld).
+	in         *intake
+	reuse      bool
+	reused     int
+	notDecoded int
 }
 
 func newInitialEvents(store ReflectorStore, in *intake, leaned bool) *initialEvents {
@@ -83,6 +85,19 @@ func (e *initialEvents) Delete(obj interface{}) error {
 	return nil
 }
 
+// addHeld appends held, the object the store holds for an initial event
+// that was not decoded (see streamer.applyStandin): reused, as prepared
+// would find it, without a decode.
+func (e *initialEvents) addHeld(held interface{}) error {
+	e.reused++
+	e.notDecoded++
+	if e.index != nil {
+		return e.put(held)
+	}
+	e.push(held)
+	return nil
+}
+
 // prepared is what is gathered for obj: the held object standing for it
 // (see intake.prepare), or obj prepared and transformed.
 func (e *initialEvents) prepared(obj interface{}) (interface{}, error) {
@@ -114,7 +129,7 @@ func (e *initialEvents) buildIndex() error {
 	}
 	e.index = make(map[string]int, len(e.items))
 	for i, obj := range e.items {
-		key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+		key, err := gatheredKey(obj)
 		if err != nil {
 			return err
 		}
@@ -123,8 +138,17 @@ func (e *initialEvents) buildIndex() error {
 	return nil
 }
 
+// gatheredKey is the key of a gathered object: a compact store's record
+// (a held object reused) carries its own.
+func gatheredKey(obj interface{}) (string, error) {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.key, nil
+	}
+	return DeletionHandlingMetaNamespaceKeyFunc(obj)
+}
+
 func (e *initialEvents) put(obj interface{}) error {
-	key, err := DeletionHandlingMetaNamespaceKeyFunc(obj)
+	key, err := gatheredKey(obj)
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,8 @@ type ReflectorOptions struct {
 	// factories'), in protobuf or in JSON (typed objects whose ObjectMeta
 	// is their "metadata", custom resources' types included, and the
 	// dynamic informers' unstructured ones), such an item is not even
-	// decoded: its
+	// decoded; so too, relisting by WatchList in protobuf, an initial
+	// event's object: its
 	// namespace, name and resourceVersion are read from its bytes first
 	// (counted in Stats.ItemsNotDecoded). A listed object
 	// at another resourceVersion than the held one takes, in place, the

@@ -51,7 +51,8 @@ type Stats struct {
 	ItemsReused uint64
 	// ItemsNotDecoded counts those of ItemsReused that were not even
 	// decoded: items of a relist's LIST pages (protobuf or JSON, typed or
-	// unstructured), read through this
+	// unstructured) and objects of a relisting WatchList's initial events
+	// (protobuf), read through this
 	// module's own ListWatch (the informer factories'), whose namespace,
 	// name and resourceVersion, read from their bytes, matched what an
 	// informer's store held. Like ItemsReused, it counts the pages of a

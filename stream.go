@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 
+	"github.com/kreflector/cache/internal/listhint"
 	"github.com/kreflector/cache/internal/repr"
 )
 
@@ -235,6 +237,9 @@ func (s *streamer) apply(ev watch.Event) error {
 		}
 		return fmt.Errorf("watch of %v: %w", s.subject.typeDescription, apierrors.FromObject(ev.Object))
 	}
+	if st, ok := ev.Object.(*listhint.Standin); ok {
+		return s.applyStandin(ev, st)
+	}
 	obj, ok := s.accept(ev)
 	if !ok {
 		s.batch.count(idxDropped)
@@ -263,6 +268,28 @@ func (s *streamer) apply(ev watch.Event) error {
 		return err
 	}
 	s.track(rv)
+	s.events++
+	return nil
+}
+
+// applyStandin gathers the held object a WatchList's initial ADDED event
+// stands for (our ListWatch did not decode it: see watchHeld). Only
+// while gathering, where the store is not written until the Replace that
+// ends it; anywhere else a stand-in would be a broken promise of the
+// ListWatch, and ends the watch with an error.
+func (s *streamer) applyStandin(ev watch.Event, st *listhint.Standin) error {
+	if ev.Type != watch.Added || s.initial == nil || !s.mode.gathering() {
+		s.batch.count(idxDropped)
+		return fmt.Errorf("watch of %v: %w: a held object's stand-in, in a %s event, outside a WatchList's initial events", s.subject.typeDescription, ErrUnexpectedObject, ev.Type)
+	}
+	s.batch.count(idxAdded)
+	if err := s.initial.addHeld(st.Held); err != nil {
+		s.c.r.stats.storeRefused()
+		return refused(ev, klog.KRef("", ""), err)
+	}
+	if tracked(s.mode, ev.Type) {
+		s.track(st.ResourceVersion)
+	}
 	s.events++
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kreflector/cache/internal/listhint"
+	"github.com/kreflector/cache/internal/listwatch"
 	"github.com/kreflector/cache/internal/repr"
 )
 
@@ -117,6 +118,9 @@ func (c *cycle) openWatch(ctx context.Context) phase {
 func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error, bool) {
 	wctx, hint := listhint.With(ctx, c.r.in.watchItem(c.watch.mode), c.r.in.dropsManagedFields())
 	defer hint.Close()
+	if f := c.watchHeld(); f != nil {
+		hint.OfferHeld(f)
+	}
 	call := startCall(func() (watch.Interface, error) {
 		w, err := c.r.lw.WatchWithContext(wctx, opts)
 		if err == nil && repr.IsNil(w) {
@@ -132,6 +136,19 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 	w, err := o.result()
 	c.watch.leaned = err == nil && hint.WatchItemized()
 	return w, err, true
+}
+
+// watchHeld is the lookup offered to the watch call of a WatchList, on
+// a LIST's terms (see pager.heldFunc): held objects are reused, the
+// Reflector is unsharded and its ListWatch is our own, seen directly.
+// Its initial ADDED events that the store holds at their
+// resourceVersion are then not decoded (see listhint.Standin). nil for
+// any other watch.
+func (c *cycle) watchHeld() listhint.HeldFunc {
+	if !c.watch.mode.gathering() || !c.r.in.reusing() || c.shard != nil || !listwatch.Direct(c.r.lw) {
+		return nil
+	}
+	return c.r.in.heldByName()
 }
 
 // stream runs phaseStream, then carries out what the way the watch ended

@@ -105,7 +105,7 @@ func (c *cycle) watchListSynced(initial *initialEvents, start time.Time) phase {
 		c.apply(classify(atWatchListReplace, err, facts{}), rv, err)
 		return phaseList
 	}
-	c.r.stats.reused(initial.reused, 0)
+	c.r.stats.reused(initial.reused, initial.notDecoded)
 	c.synced(rv, len(items), start)
 	// The WatchList's watch goes on as the cycle's: an open watch (see
 	// liveness.opened), from now, in live mode.

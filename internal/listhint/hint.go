@@ -38,7 +38,14 @@
 //     ListWatch whose lists come to it with nothing of anyone else's
 //     between (internal/listwatch's Direct), as no one else could make
 //     sense of such a list;
-//   - run WatchItem, once taken, on every object of the watch it opens;
+//   - if offered HeldFunc for a WATCH call, ask it the same for the ADDED
+//     events at the start of the stream (a WatchList's initial events; up
+//     to the first event of another type) and, for an event it answers
+//     for, deliver a *Standin holding its answer instead of decoding the
+//     object. The Reflector offers it only for a WatchList, on the same
+//     terms as for a LIST;
+//   - run WatchItem, once taken, on every object of the watch it opens
+//     (not on a Standin);
 //   - leave managedFields out of what it decodes only if
 //     LeaveOutManagedFields says so;
 //   - answer a page from one requested ahead (Take), and request the

@@ -3,6 +3,7 @@ package listwatch
 import (
 	"context"
 	"runtime"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +18,8 @@ import (
 // builds (opts.Watch is set): its body is decoded on GOMAXPROCS workers,
 // delivered in order (see watchdecode) with the decoders d negotiated from
 // the client's serializer; the workers run the item function of the
-// Reflector's hint, if any, on every object. It opens the watch as rest.Request.Watch does:
+// Reflector's hint, if any, on every object, and ask its HeldFunc, if
+// offered, about the initial ADDED events (see listhint). It opens the watch as rest.Request.Watch does:
 // a connection that fails before any response (reset, EOF, a lost HTTP/2
 // connection) is tried again a second later, up to client-go's default
 // MaxRetries, and then answered with an empty watch.
@@ -34,7 +36,22 @@ func streamWatch(request func(opts metav1.ListOptions) *restclient.Request, d *w
 		h := listhint.From(ctx)
 		item := h.WatchItem()
 		return watchdecode.New(body, d, watchdecode.Options{Workers: runtime.GOMAXPROCS(0), Item: item,
-			LeaveOutManagedFields: h.LeaveOutManagedFields()}), nil
+			LeaveOutManagedFields: h.LeaveOutManagedFields(), Held: standIns(h.HeldFunc())}), nil
+	}
+}
+
+// standIns is watchdecode's Held for f, the Reflector's lookup: what f
+// answers for stands in a *listhint.Standin (nil f: nil).
+func standIns(f listhint.HeldFunc) func(namespace, name, rv string) (apiruntime.Object, bool) {
+	if f == nil {
+		return nil
+	}
+	return func(namespace, name, rv string) (apiruntime.Object, bool) {
+		obj, ok := f(namespace, name, rv)
+		if !ok {
+			return nil, false
+		}
+		return &listhint.Standin{Held: obj, ResourceVersion: strings.Clone(rv)}, true
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	restwatch "k8s.io/client-go/rest/watch"
@@ -30,12 +31,18 @@ func newFrameDecoder(st *streams, noManagedFields bool) *frameDecoder {
 
 // decode decodes the event of frame, the payload of one frame.
 func (fd *frameDecoder) decode(frame []byte) (watch.Event, error) {
+	ev, _, err := fd.decodeHeld(frame, nil)
+	return ev, err
+}
+
+// decodeHeld is decode, except that with held set an ADDED event it
+// answers for is not decoded (standIn: its object is held's).
+func (fd *frameDecoder) decodeHeld(frame []byte, held func(namespace, name, rv string) (runtime.Object, bool)) (ev watch.Event, standIn bool, err error) {
 	var learn *typeKey
 	if fd.fast != nil {
-		var ev watch.Event
 		var ok bool
-		if ev, learn, ok = fd.fast.decode(frame); ok {
-			return ev, nil
+		if ev, learn, standIn, ok = fd.fast.decode(frame, held); ok {
+			return ev, standIn, nil
 		}
 	}
 	fd.src.frame = frame
@@ -44,7 +51,7 @@ func (fd *frameDecoder) decode(frame []byte) (watch.Event, error) {
 	if err == nil && learn != nil {
 		fd.fast.learnType(*learn, obj)
 	}
-	return watch.Event{Type: typ, Object: obj}, err
+	return watch.Event{Type: typ, Object: obj}, false, err
 }
 
 // frameSource is a frame reader over one frame: a Read returns the next
@@ -75,11 +82,16 @@ func (w *watcher) decodeJob(fd *frameDecoder, j *job) (ok bool) {
 			ok = false
 		}
 	}()
-	j.ev, j.err = fd.decode(j.raw[j.skip:])
+	var held func(namespace, name, rv string) (runtime.Object, bool)
+	if j.initial {
+		held = w.o.Held
+	}
+	var standIn bool
+	j.ev, standIn, j.err = fd.decodeHeld(j.raw[j.skip:], held)
 	if j.err != nil {
 		return false
 	}
-	if w.o.Item != nil {
+	if w.o.Item != nil && !standIn {
 		w.o.Item(j.ev.Object)
 	}
 	return true

@@ -46,7 +46,7 @@ func newPipeline(w *watcher, st *streams, workers int) *pipeline {
 	pool := newChunks(2*workers + 2)
 	p := &pipeline{
 		w:       w,
-		r:       reader{body: w.body, d: w.d, pool: pool},
+		r:       reader{body: w.body, d: w.d, pool: pool, initial: w.o.Held != nil},
 		pool:    pool,
 		readTok: make(chan struct{}, 1),
 		window:  make(chan struct{}, 2*workers),

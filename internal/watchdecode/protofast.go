@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"strings"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,11 +47,13 @@ type protoFast struct {
 	noManagedFields bool
 }
 
-// fastType is a type decode makes, and its decoder without managedFields
-// (nil: decoded whole).
+// fastType is a type decode makes, its decoder without managedFields
+// (nil: decoded whole), and whether its metadata is its field 1
+// (protometa.For), where Options.Held may read its identity.
 type fastType struct {
 	t    reflect.Type
 	lean *protometa.Decoder
+	meta bool
 }
 
 type typeKey struct{ apiVersion, kind string }
@@ -80,33 +83,58 @@ const fastFrameMax = 8 << 20
 
 // decode returns frame's event and ok, or, if the chain is to decode the
 // frame, ok false and, if frame has the expected shape but its kind is
-// not known yet, the key to learn once the chain has decoded it.
-func (f *protoFast) decode(frame []byte) (ev watch.Event, learn *typeKey, ok bool) {
+// not known yet, the key to learn once the chain has decoded it. With
+// held set, an ADDED event whose object's identity held answers for is
+// the event of held's object instead, not decoded (standIn).
+func (f *protoFast) decode(frame []byte, held func(namespace, name, rv string) (runtime.Object, bool)) (ev watch.Event, learn *typeKey, standIn, ok bool) {
 	if len(frame) == 0 || len(frame) > fastFrameMax {
-		return ev, nil, false
+		return ev, nil, false, false
 	}
 	typ, raw, ok := watchEventFields(frame)
 	if !ok || !validEventType(typ) || len(raw) <= len(protoPrefix) || !bytes.HasPrefix(raw, protoPrefix) {
-		return ev, nil, false
+		return ev, nil, false, false
 	}
 	key, data, ok := unknownFields(raw[len(protoPrefix):])
 	if !ok {
-		return ev, nil, false
+		return ev, nil, false, false
 	}
 	t, known := f.types[key]
 	if !known {
-		return ev, &key, false
+		return ev, &key, false, false
+	}
+	if held != nil && t.meta && typ == string(watch.Added) {
+		if obj, ok := heldFor(data, held); ok {
+			return watch.Event{Type: watch.Added, Object: obj}, nil, true, true
+		}
 	}
 	v := reflect.New(t.t.Elem())
 	obj := v.Interface().(runtime.Object)
 	u := obj.(protoUnmarshaler)
 	u.Reset()
 	if t.unmarshal(u, data, v) != nil {
-		return ev, nil, false
+		return ev, nil, false, false
 	}
 	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(key.apiVersion, key.kind))
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
-	return watch.Event{Type: watch.EventType(typ), Object: obj}, nil, true
+	return watch.Event{Type: watch.EventType(typ), Object: obj}, nil, false, true
+}
+
+// heldFor asks held about data, an object's bytes, by the identity they
+// hold, when they hold a name and a resourceVersion.
+func heldFor(data []byte, held func(namespace, name, rv string) (runtime.Object, bool)) (runtime.Object, bool) {
+	ns, name, rv, ok := protometa.Identity(data)
+	if !ok || len(name) == 0 || len(rv) == 0 {
+		return nil, false
+	}
+	return held(view(ns), view(name), view(rv))
+}
+
+// view is b as a string sharing its bytes, valid while b is unchanged.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // learnType records the type of obj, the chain's object of key, if it is
@@ -122,7 +150,7 @@ func (f *protoFast) learnType(key typeKey, obj runtime.Object) {
 		return
 	}
 	if _, ok := obj.(protoUnmarshaler); ok {
-		ft := fastType{t: t}
+		ft := fastType{t: t, meta: protometa.For(t.Elem()) != nil}
 		if f.noManagedFields {
 			ft.lean = protometa.For(t.Elem())
 		}

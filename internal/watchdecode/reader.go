@@ -24,6 +24,10 @@ type job struct {
 	// place in the window until delivered.
 	holdsPlace bool
 
+	// initial: an ADDED event of the stream's initial run of them, which
+	// Options.Held may be asked about.
+	initial bool
+
 	done bool // decoded (guarded by pipeline.mu, as next is)
 	next *job // the next frame in stream order
 }
@@ -44,6 +48,9 @@ type reader struct {
 	bad   bool     // buf[start:] does not begin with a frame the splitter takes
 	err   error    // the body's error, once a Read returned one
 	over  bool     // the reader is done: its last job is cut, or a worker took over
+	// initial: every frame cut so far is a protobuf ADDED event (set at
+	// the start when Options.Held is; see markInitial).
+	initial bool
 }
 
 // cut returns the next frame, reading the body as needed (and blocking
@@ -78,7 +85,24 @@ func (r *reader) frame() *job {
 	j := &job{raw: r.buf[r.start:end:end], skip: c.skip, st: r.st, chunk: r.c}
 	r.c.refs.Add(1)
 	r.start, r.from, r.need = end, 0, 0
+	r.markInitial(j)
 	return j
+}
+
+// markInitial marks j as one of the stream's initial ADDED events, or
+// ends that run: at the first frame that is not a protobuf WatchEvent of
+// type ADDED (a JSON stream's first frame ends it).
+func (r *reader) markInitial(j *job) {
+	if !r.initial {
+		return
+	}
+	if r.st.framing != framingLength {
+		r.initial = false
+		return
+	}
+	typ, _, ok := watchEventFields(j.raw[j.skip:])
+	j.initial = ok && typ == string(watch.Added)
+	r.initial = j.initial
 }
 
 // fill reads once into the buffer's free part (making it first), and
