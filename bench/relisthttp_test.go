@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/watch"
 	clientgoinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -34,7 +36,9 @@ import (
 // BenchmarkRelistOverHTTP measures one relist of a Pod informer from its
 // factory, over a real clientset talking protobuf (JSON with
 // KREFLECTOR_RELIST_ENCODING=json) over HTTP to a server in this process,
-// side by side with client-go: the informer syncs
+// side by side with client-go (with KREFLECTOR_RELIST_WATCHLIST=1, in
+// protobuf, the server streams WatchLists instead of answering LISTs: the
+// sync and the relist are each a WatchList's initial events): the informer syncs
 // KREFLECTOR_RELIST_PODS realistic Pods (default 20000) in LIST pages of
 // 500, its first watch is answered 410 Expired, and the LIST that follows
 // finds every twentieth Pod changed. Measured from that LIST's first
@@ -68,11 +72,18 @@ func BenchmarkRelistOverHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var streams [][]byte
+	if cmpEnv("KREFLECTOR_RELIST_WATCHLIST", "") == "1" {
+		if json {
+			b.Fatal("KREFLECTOR_RELIST_WATCHLIST is for protobuf")
+		}
+		streams = [][]byte{relistStream(n, 0), relistStream(n, 20)}
+	}
 	for _, impl := range []string{"client-go", "kreflector", "kreflector+compact"} {
 		b.Run(impl, func(b *testing.B) {
 			var runs []relistFigures
 			for range b.N {
-				f, err := runRelist(impl, n, before, after, json)
+				f, err := runRelist(impl, n, &relistServer{before: before, after: after, json: json, streams: streams})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -148,6 +159,11 @@ type relistFigures struct {
 type relistServer struct {
 	before, after [][]byte
 	json          bool // the pages are JSON
+	// streams, if set, are the WatchLists' initial events (before's,
+	// then after's): the first WatchList streams streams[0] and ends, the
+	// next ones streams[1] (the relist, measured) and stay open.
+	streams   [][]byte
+	watchList int
 
 	mu      sync.Mutex
 	expired bool
@@ -198,7 +214,7 @@ func (s *relistServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *relistServer) serveWatch(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("sendInitialEvents") == "true" {
-		writeStatus(w, apierrors.NewBadRequest("sendInitialEvents is not supported"))
+		s.serveWatchList(w, r)
 		return
 	}
 	s.mu.Lock()
@@ -214,6 +230,68 @@ func (s *relistServer) serveWatch(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()
+}
+
+// serveWatchList streams a WatchList's initial events (see streams), or
+// refuses it as a server without the feature does.
+func (s *relistServer) serveWatchList(w http.ResponseWriter, r *http.Request) {
+	if s.streams == nil {
+		writeStatus(w, apierrors.NewBadRequest("sendInitialEvents is not supported"))
+		return
+	}
+	s.mu.Lock()
+	s.watchList++
+	first := s.watchList == 1
+	if !first && !s.started {
+		s.expired, s.started, s.start = true, true, markNow()
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", s.mediaType(";stream=watch"))
+	w.WriteHeader(http.StatusOK)
+	if first {
+		w.Write(s.streams[0])
+		return
+	}
+	w.Write(s.streams[1])
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// relistStream is relistPages' Pods as a protobuf WatchList's initial
+// events, the list's resourceVersion in the initial-events-end bookmark.
+func relistStream(n, every int) []byte {
+	listRV := "100"
+	if every > 0 {
+		listRV = "200"
+	}
+	var buf bytes.Buffer
+	for i := range n {
+		rv := 100
+		if every > 0 && i%every == 0 {
+			rv = 200
+		}
+		writeWatchFrame(&buf, watch.Added, podgen.Pod(i, rv))
+	}
+	end := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: listRV, Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	writeWatchFrame(&buf, watch.Bookmark, end)
+	return buf.Bytes()
+}
+
+// writeWatchFrame appends a length-prefixed protobuf WatchEvent of obj to
+// buf, as kube-apiserver frames a watch.
+func writeWatchFrame(buf *bytes.Buffer, typ watch.EventType, obj apiruntime.Object) {
+	enc := scheme.Codecs.EncoderForVersion(protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), corev1.SchemeGroupVersion)
+	raw, err := apiruntime.Encode(enc, obj)
+	if err != nil {
+		panic(err)
+	}
+	ev := metav1.WatchEvent{Type: string(typ), Object: apiruntime.RawExtension{Raw: raw}}
+	data, err := ev.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	binary.Write(buf, binary.BigEndian, uint32(len(data)))
+	buf.Write(data)
 }
 
 // mediaType is the pages' media type; protobuf's with suffix.
@@ -234,18 +312,17 @@ func writeStatus(w http.ResponseWriter, err *apierrors.StatusError) {
 
 // runRelist syncs impl's Pod informer from a new server, then measures
 // its relist (see BenchmarkRelistOverHTTP).
-func runRelist(impl string, n int, before, after [][]byte, json bool) (relistFigures, error) {
-	srv := &relistServer{before: before, after: after, json: json}
+func runRelist(impl string, n int, srv *relistServer) (relistFigures, error) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	cs, err := protobufClientset(hs.URL)
-	if json {
+	if srv.json {
 		cs, err = kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
 	}
 	if err != nil {
 		return relistFigures{}, err
 	}
-	inf, stats, err := relistInformer(impl, cs)
+	inf, stats, err := relistInformer(impl, cs, srv.streams != nil)
 	if err != nil {
 		return relistFigures{}, err
 	}
@@ -268,6 +345,12 @@ func runRelist(impl string, n int, before, after [][]byte, json bool) (relistFig
 	if !started {
 		return relistFigures{}, fmt.Errorf("relist: %s did not relist", impl)
 	}
+	srv.mu.Lock()
+	watchLists := srv.watchList
+	srv.mu.Unlock()
+	if srv.streams != nil && watchLists < 2 {
+		return relistFigures{}, fmt.Errorf("relist: %s did not relist by WatchList", impl)
+	}
 	f := relistFigures{wall: end.at.Sub(start.at), cpu: end.cpu - start.cpu, alloc: end.alloc - start.alloc}
 	if stats != nil {
 		f.notDecoded = stats().ItemsNotDecoded
@@ -282,9 +365,10 @@ func protobufClientset(url string) (kubernetes.Interface, error) {
 		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
 }
 
-// relistInformer is impl's Pod informer from its factory, and for ours
-// how to read its Reflector's Stats.
-func relistInformer(impl string, cs kubernetes.Interface) (clientgocache.SharedIndexInformer, func() cache.Stats, error) {
+// relistInformer is impl's Pod informer from its factory (ours by
+// WatchList only if watchList; client-go's as its gate says, on by
+// default), and for ours how to read its Reflector's Stats.
+func relistInformer(impl string, cs kubernetes.Interface, watchList bool) (clientgocache.SharedIndexInformer, func() cache.Stats, error) {
 	if impl == "client-go" {
 		return clientgoinformers.NewSharedInformerFactory(cs, 0).Core().V1().Pods().Informer(), nil, nil
 	}
@@ -292,7 +376,7 @@ func relistInformer(impl string, cs kubernetes.Interface) (clientgocache.SharedI
 		return nil, nil, fmt.Errorf("relist: no implementation %q (there are client-go, kreflector, kreflector+compact)", impl)
 	}
 	inf := informers.NewSharedInformerFactory(cs, 0).Core().V1().Pods().Informer()
-	o := cache.ReflectorOptions{UseWatchList: ptr.To(false)}
+	o := cache.ReflectorOptions{UseWatchList: ptr.To(watchList)}
 	if impl == "kreflector+compact" {
 		o.Compact = &cache.CompactOptions{}
 	}

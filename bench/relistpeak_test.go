@@ -148,7 +148,7 @@ func runRelistPeak(cfg relistPeakConfig) (*relistPeakResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	inf, stats, err := relistInformer(cfg.Impl, cs)
+	inf, stats, err := relistInformer(cfg.Impl, cs, false)
 	if err != nil {
 		return nil, err
 	}
