@@ -301,15 +301,17 @@ func (d *decoding) finish(scanErr error, envelope []byte, itemFirst func(envErr 
 	case itemErr != nil:
 		return nil, itemErr
 	}
+	var held []any
 	if n := d.sink.n - d.itemsFrom; n > 0 && !d.itemsInEnvelope {
 		items := d.sink.items()
 		d.p.setItems(obj, items.Slice(d.itemsFrom, items.Len()))
-		if own, held := d.sink.ownedFrom(d.itemsFrom); own != nil {
+		var own []runtime.Object
+		if own, held = d.sink.ownedFrom(d.itemsFrom); own != nil {
 			d.o.Owned(obj, own, held)
 		}
 	}
 	if u, ok := obj.(*unstructured.UnstructuredList); ok {
-		fillKinds(u.Items, u)
+		fillKinds(u.Items, u, held)
 	}
 	d.lateMeta(obj)
 	return obj, nil

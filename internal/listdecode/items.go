@@ -76,12 +76,16 @@ func inList(err error, list string) error {
 
 // fillKinds does what decodeToList does last for each item: an item with
 // neither a kind nor an apiVersion (as strings) gets the list's apiVersion
-// and its kind without the "List" suffix.
-func fillKinds(items []unstructured.Unstructured, list *unstructured.UnstructuredList) {
+// and its kind without the "List" suffix. Items held stands in for (not
+// decoded: see Options.Held) are left as they are.
+func fillKinds(items []unstructured.Unstructured, list *unstructured.UnstructuredList, held []any) {
 	apiVersion := list.GetAPIVersion()
 	kind := trimList(list.GetKind())
 	for i := range items {
 		u := &items[i]
+		if i < len(held) && held[i] != nil {
+			continue
+		}
 		if len(u.GetKind()) == 0 && len(u.GetAPIVersion()) == 0 {
 			u.SetKind(kind)
 			u.SetAPIVersion(apiVersion)

@@ -127,8 +127,9 @@ func TestHeldItemsNotDecoded(t *testing.T) {
 
 // TestHeldUnstructuredItemsNotDecoded: an unstructured JSON list with
 // Held set is asked about each item in order; the items Held answers for
-// are not decoded (held stands in, nil in Owned's items), the others
-// are as an unstructured list's decode without Held has them.
+// are not decoded (held stands in, nil in Owned's items, and left empty
+// in Items: no kind filled in), the others are as an unstructured list's
+// decode without Held has them.
 func TestHeldUnstructuredItemsNotDecoded(t *testing.T) {
 	const n = 30
 	src := podList(n)
@@ -149,9 +150,11 @@ func TestHeldUnstructuredItemsNotDecoded(t *testing.T) {
 				return "held " + name, len(asked)%3 == 0
 			},
 		}
-		if _, err := Decode(context.Background(), bytes.NewReader(body), Target{Unstructured: true}, o); err != nil {
+		list, err := Decode(context.Background(), bytes.NewReader(body), Target{Unstructured: true}, o)
+		if err != nil {
 			t.Fatal(err)
 		}
+		items := list.(*unstructured.UnstructuredList).Items
 		if len(asked) != n || len(own) != n || len(held) != n {
 			t.Fatalf("%d workers: asked %d times, %d owned, %d held; want %d", workers, len(asked), len(own), len(held), n)
 		}
@@ -160,8 +163,8 @@ func TestHeldUnstructuredItemsNotDecoded(t *testing.T) {
 				t.Fatalf("%d workers: asked %q for item %d, want %q", workers, asked[i], i, w)
 			}
 			if (i+1)%3 == 0 {
-				if held[i] != "held "+p.Name || own[i] != nil {
-					t.Fatalf("%d workers: item %d held %v, owned %v", workers, i, held[i], own[i])
+				if held[i] != "held "+p.Name || own[i] != nil || items[i].Object != nil {
+					t.Fatalf("%d workers: item %d held %v, owned %v, in Items %v", workers, i, held[i], own[i], items[i].Object)
 				}
 				continue
 			}
