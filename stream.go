@@ -280,7 +280,7 @@ func (s *streamer) apply(ev watch.Event) error {
 func (s *streamer) applyStandin(ev watch.Event, st *listhint.Standin) error {
 	if ev.Type != watch.Added || s.initial == nil || !s.mode.gathering() {
 		s.batch.count(idxDropped)
-		return fmt.Errorf("watch of %v: %w: a held object's stand-in, in a %s event, outside a WatchList's initial events", s.subject.typeDescription, ErrUnexpectedObject, ev.Type)
+		return fmt.Errorf("watch of %v: %w: a held object's stand-in (event %s) outside a WatchList's initial events", s.subject.typeDescription, ErrUnexpectedObject, ev.Type)
 	}
 	s.batch.count(idxAdded)
 	if err := s.initial.addHeld(st.Held); err != nil {
