@@ -20,10 +20,12 @@ import (
 // collection moves on (expire), which ends it; a watch from an older
 // resourceVersion is answered 410 Expired, so the informer relists. It
 // refuses WatchList requests, as a server without the feature does, so
-// every informer LISTs.
+// every informer LISTs; unless watchList is set: then it streams them
+// (relistpeak_watchlist_test.go).
 type pageServer struct {
-	n     int
-	pages [memVersions]*memPages
+	n         int
+	pages     [memVersions]*memPages
+	watchList *watchListBufs
 
 	mu sync.Mutex
 	v  int
@@ -34,8 +36,8 @@ type pageServer struct {
 }
 
 // openPageServer serves n Pods from the page files under dir, at the
-// initial version.
-func openPageServer(dir string, n int) (*pageServer, error) {
+// initial version; WatchLists too if watchList.
+func openPageServer(dir string, n int, watchList bool) (*pageServer, error) {
 	s := &pageServer{n: n, cut: make(chan struct{}), watching: make(chan int, 64)}
 	for v := range memVersions {
 		p, err := openMemPages(memPagesPath(dir, n, v, "protobuf"))
@@ -44,6 +46,9 @@ func openPageServer(dir string, n int) (*pageServer, error) {
 			return nil, err
 		}
 		s.pages[v] = p
+	}
+	if watchList {
+		s.watchList = newWatchListBufs(s.pages)
 	}
 	return s, nil
 }
@@ -107,7 +112,7 @@ func (s *pageServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *pageServer) serveWatch(w http.ResponseWriter, r *http.Request, v int, cut chan struct{}) {
 	q := r.URL.Query()
 	if q.Get("sendInitialEvents") == "true" {
-		writeStatus(w, apierrors.NewBadRequest("sendInitialEvents is not supported"))
+		s.serveWatchList(w, r, v, cut)
 		return
 	}
 	if rv, _ := strconv.Atoi(q.Get("resourceVersion")); rv < memListRV(v, s.n) {
@@ -116,6 +121,26 @@ func (s *pageServer) serveWatch(w http.ResponseWriter, r *http.Request, v int, c
 	}
 	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
 	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	s.watching <- v
+	select {
+	case <-r.Context().Done():
+	case <-cut:
+	}
+}
+
+// serveWatchList streams version v's WatchList, then stays open as a
+// watch until the collection moves on; refused without watchList.
+func (s *pageServer) serveWatchList(w http.ResponseWriter, r *http.Request, v int, cut chan struct{}) {
+	if s.watchList == nil {
+		writeStatus(w, apierrors.NewBadRequest("sendInitialEvents is not supported"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+	w.WriteHeader(http.StatusOK)
+	if s.watchList.streamInitial(w, s.pages[v], memListRV(v, s.n)) != nil {
+		return
+	}
 	w.(http.Flusher).Flush()
 	s.watching <- v
 	select {
