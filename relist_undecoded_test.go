@@ -187,7 +187,6 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	// waits until every Pod of the first LIST has reached the handler (so
 	// the store), so the relist finds them all held.
 	added := make(chan struct{})
-	adds := 0
 	srv.expire = func() {
 		select {
 		case <-added:
@@ -200,7 +199,7 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	}
 	srv.serve(relistPods(n, nil), "100")
 	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	t.Cleanup(hs.Close) // after runRelisting's: the informer leaves the server first
 	inf = c.informer(hs.URL)
 	o := ReflectorOptions{UseWatchList: ptr.To(false)}
 	if c.compact {
@@ -209,28 +208,7 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 		t.Fatal(err)
 	}
-	// The relist's one deletion (Pod 39) reaches the handler once the
-	// relist is in the informer's store.
-	relisted := make(chan struct{})
-	inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) {
-			if adds++; adds == n {
-				close(added)
-			}
-		},
-		DeleteFunc: func(any) { close(relisted) },
-	})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { inf.RunWithContext(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	for _, ch := range []chan struct{}{srv.watching, relisted} {
-		select {
-		case <-ch:
-		case <-time.After(time.Minute):
-			t.Fatal("no relist within a minute")
-		}
-	}
+	runRelisting(t, inf, n, added, srv.watching)
 	st := inf.(InformerHealthReporter).Stats().Reflector
 	wantUndecoded := uint64(n - 3) // all but 3, 7 and 39
 	if c.wrap {
@@ -239,18 +217,56 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	if st.ItemsReused != uint64(n-3) || st.ItemsNotDecoded != wantUndecoded {
 		t.Fatalf("ItemsReused %d, ItemsNotDecoded %d; want %d and %d", st.ItemsReused, st.ItemsNotDecoded, n-3, wantUndecoded)
 	}
-	after := heldByKey(inf.GetStore())
+	checkRelistedPods(t, inf.GetStore(), before, second, c.compact)
+}
+
+// runRelisting runs inf with a handler that closes synced once n Pods
+// were added (the first sync is in the store) until the test ends, and
+// waits, for up to a minute each, until serverSaw is closed and the
+// relist's one delete (Pod 39) has reached the handler: the relist is
+// then in the store.
+func runRelisting(t *testing.T, inf SharedIndexInformer, n int, synced chan struct{}, serverSaw <-chan struct{}) {
+	t.Helper()
+	adds := 0
+	deleted := make(chan struct{})
+	inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			if adds++; adds == n {
+				close(synced)
+			}
+		},
+		DeleteFunc: func(any) { close(deleted) },
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { inf.RunWithContext(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for _, ch := range []<-chan struct{}{serverSaw, deleted} {
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("no relist within a minute: %+v", inf.(InformerHealthReporter).Stats().Reflector)
+		}
+	}
+}
+
+// checkRelistedPods fails t unless store holds exactly second, and, but for
+// a compact store (whose records are new objects on every read), holds
+// each Pod that did not change (at resourceVersion 100) as the very
+// object it held before the relist.
+func checkRelistedPods(t *testing.T, store clientgocache.Store, before map[string]any, second []corev1.Pod, compact bool) {
+	t.Helper()
+	after := heldByKey(store)
 	if len(after) != len(second) {
 		t.Fatalf("%d objects after the relist, want %d", len(after), len(second))
 	}
 	for i := range second {
 		want := &second[i]
 		held := after[want.Namespace+"/"+want.Name]
-		got, ok := asPod(held)
-		if !ok || !reflect.DeepEqual(got, want) {
+		if got, ok := asPod(held); !ok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s/%s after the relist is not the server's", want.Namespace, want.Name)
 		}
-		if old, ok := before[want.Namespace+"/"+want.Name]; !c.compact && ok && want.ResourceVersion == "100" && old != held {
+		if old, ok := before[want.Namespace+"/"+want.Name]; !compact && ok && want.ResourceVersion == "100" && old != held {
 			t.Fatalf("%s/%s is another object than the one held", want.Namespace, want.Name)
 		}
 	}

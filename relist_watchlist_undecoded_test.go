@@ -2,12 +2,10 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -24,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
-	clientgocache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache/cachetest"
@@ -154,7 +151,7 @@ func testWatchListUndecoded(t *testing.T, compact bool) {
 	}
 	srv.serve(relistPods(n, nil), "100")
 	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	t.Cleanup(hs.Close) // after runRelisting's: the informer leaves the server first
 	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
 		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
 	inf = NewSharedIndexInformer(listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil), &corev1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
@@ -165,27 +162,7 @@ func testWatchListUndecoded(t *testing.T, compact bool) {
 	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
 		t.Fatal(err)
 	}
-	adds := 0
-	deleted := make(chan struct{})
-	inf.AddEventHandler(clientgocache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) {
-			if adds++; adds == n {
-				close(synced)
-			}
-		},
-		DeleteFunc: func(any) { close(deleted) }, // Pod 39, once the relist is in the store
-	})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { inf.RunWithContext(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	for _, ch := range []chan struct{}{srv.relisted, deleted} {
-		select {
-		case <-ch:
-		case <-time.After(time.Minute):
-			t.Fatalf("no relist within a minute: %+v", inf.(InformerHealthReporter).Stats().Reflector)
-		}
-	}
+	runRelisting(t, inf, n, synced, srv.relisted)
 	// Each decoding goroutine decodes its first object of a kind whole,
 	// learning its type from it: up to GOMAXPROCS of the held Pods.
 	st := inf.(InformerHealthReporter).Stats().Reflector
@@ -193,20 +170,7 @@ func testWatchListUndecoded(t *testing.T, compact bool) {
 	if st.ItemsReused != n-3 || st.ItemsNotDecoded < least || st.ItemsNotDecoded > n-3 {
 		t.Fatalf("ItemsReused %d, ItemsNotDecoded %d; want %d and %d to %d", st.ItemsReused, st.ItemsNotDecoded, n-3, least, n-3)
 	}
-	after := heldByKey(inf.GetStore())
-	if len(after) != len(second) {
-		t.Fatalf("%d objects after the relist, want %d", len(after), len(second))
-	}
-	for i := range second {
-		want := &second[i]
-		held := after[want.Namespace+"/"+want.Name]
-		if got, ok := asPod(held); !ok || !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s/%s after the relist is not the server's", want.Namespace, want.Name)
-		}
-		if old, ok := before[want.Namespace+"/"+want.Name]; !compact && ok && want.ResourceVersion == "100" && old != held {
-			t.Fatalf("%s/%s is another object than the one held", want.Namespace, want.Name)
-		}
-	}
+	checkRelistedPods(t, inf.GetStore(), before, second, compact)
 }
 
 // A stand-in for a held object outside a WatchList's initial events (a
