@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -19,25 +20,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	restclient "k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache/cachetest"
 	"github.com/kreflector/cache/internal/listhint"
-	"github.com/kreflector/cache/internal/listwatch"
 	"github.com/kreflector/cache/internal/podgen"
 )
 
-// watchListServer serves Pods as kube-apiserver serves a protobuf
-// clientset's WatchList: each WATCH with sendInitialEvents streams the
+// watchListServer serves Pods as kube-apiserver serves a WatchList, in
+// protobuf or (json) JSON: each WATCH with sendInitialEvents streams the
 // current Pods as ADDED events, then the initial-events-end bookmark.
 // The first such stream then ends, so the Reflector streams again (a
 // watch that ends that soon is retried by WatchList); the second calls
 // expire first, and stays open until the client leaves. Plain WATCHes
 // are answered 410.
 type watchListServer struct {
+	json     bool
 	expire   func()
 	relisted chan struct{} // closed when the second initial stream has ended its initial events
 
@@ -69,15 +68,19 @@ func (s *watchListServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	pods, rv := s.pods, s.rv
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+	write, ct := writeProtoEvent, "application/vnd.kubernetes.protobuf;stream=watch"
+	if s.json {
+		write, ct = writeJSONEvent, "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(http.StatusOK)
 	for i := range pods {
-		if err := writeProtoEvent(w, watch.Added, &pods[i]); err != nil {
+		if err := write(w, watch.Added, &pods[i]); err != nil {
 			return
 		}
 	}
 	end := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv, Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
-	if writeProtoEvent(w, watch.Bookmark, end) != nil {
+	if write(w, watch.Bookmark, end) != nil {
 		return
 	}
 	w.(http.Flusher).Flush()
@@ -117,27 +120,45 @@ func writeProtoEvent(w http.ResponseWriter, typ watch.EventType, obj runtime.Obj
 	return err
 }
 
-// A relist by WatchList through our own ListWatch, in protobuf, does not
-// decode the Pods the informer holds at the resourceVersion streamed:
-// their initial ADDED events stand for the held objects, counted in
-// ItemsNotDecoded, and the store ends holding exactly the server's Pods.
+// writeJSONEvent writes one WatchEvent of obj in JSON, as kube-apiserver
+// writes a JSON watch: compact, one per line, the object with its
+// apiVersion and kind.
+func writeJSONEvent(w http.ResponseWriter, typ watch.EventType, obj runtime.Object) error {
+	raw, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), obj)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: raw}})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// A relist by WatchList through our own ListWatch does not decode the
+// Pods the informer holds at the resourceVersion streamed: their initial
+// ADDED events stand for the held objects, counted in ItemsNotDecoded,
+// and the store ends holding exactly the server's Pods. So in protobuf
+// and JSON, on an indexer and a compact store, and for a dynamic
+// informer's unstructured Pods.
 func TestWatchListRelistLeavesHeldPodsUndecoded(t *testing.T) {
-	for _, compact := range []bool{false, true} {
-		name := "indexer"
-		if compact {
-			name = "compact"
-		}
-		t.Run(name, func(t *testing.T) { testWatchListUndecoded(t, compact) })
+	for _, c := range []relistCase{
+		{name: "indexer"}, {name: "compact", compact: true},
+		{name: "indexer, JSON", json: true}, {name: "compact, JSON", compact: true, json: true},
+		{name: "dynamic", json: true, dynamic: true}, {name: "dynamic, compact", compact: true, json: true, dynamic: true},
+	} {
+		t.Run(c.name, func(t *testing.T) { testWatchListUndecoded(t, c) })
 	}
 }
 
-func testWatchListUndecoded(t *testing.T, compact bool) {
+func testWatchListUndecoded(t *testing.T, c relistCase) {
 	const n = 40
 	// The relist's answer: Pods 3 and 7 changed, 39 gone, 40 new.
 	second := append(relistPods(n-1, map[int]bool{3: true, 7: true}), *podgen.Pod(n, 200))
 	var before map[string]any
 	var inf SharedIndexInformer
-	srv := &watchListServer{relisted: make(chan struct{})}
+	srv := &watchListServer{relisted: make(chan struct{}), json: c.json}
 	synced := make(chan struct{})
 	srv.expire = func() {
 		select {
@@ -152,11 +173,9 @@ func testWatchListUndecoded(t *testing.T, compact bool) {
 	srv.serve(relistPods(n, nil), "100")
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close) // after runRelisting's: the informer leaves the server first
-	cs := kubernetes.NewForConfigOrDie(&restclient.Config{Host: hs.URL, ContentConfig: restclient.ContentConfig{
-		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
-	inf = NewSharedIndexInformer(listwatch.Typed(cs.CoreV1().Pods(""), "pods", nil), &corev1.Pod{}, 0, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+	inf = c.informer(hs.URL)
 	o := ReflectorOptions{UseWatchList: ptr.To(true)}
-	if compact {
+	if c.compact {
 		o.Compact = &CompactOptions{}
 	}
 	if err := inf.(ReflectorConfigurable).SetReflectorOptions(o); err != nil {
@@ -170,7 +189,7 @@ func testWatchListUndecoded(t *testing.T, compact bool) {
 	if st.ItemsReused != n-3 || st.ItemsNotDecoded < least || st.ItemsNotDecoded > n-3 {
 		t.Fatalf("ItemsReused %d, ItemsNotDecoded %d; want %d and %d to %d", st.ItemsReused, st.ItemsNotDecoded, n-3, least, n-3)
 	}
-	checkRelistedPods(t, inf.GetStore(), before, second, compact)
+	checkRelistedPods(t, inf.GetStore(), before, second, c.compact)
 }
 
 // A stand-in for a held object outside a WatchList's initial events (a

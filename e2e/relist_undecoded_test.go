@@ -18,8 +18,8 @@ import (
 	"github.com/kreflector/cache"
 )
 
-// On a real kube-apiserver, in protobuf and in JSON, by LIST, and in
-// protobuf by WatchList: a relist of an informer over our own ListWatch
+// On a real kube-apiserver, in protobuf and in JSON, by LIST and by
+// WatchList: a relist of an informer over our own ListWatch
 // does not decode the ConfigMaps it holds at the resourceVersion listed
 // (Stats.ItemsNotDecoded; by WatchList each decoding goroutine decodes its
 // first one), and the informer then holds exactly the server's objects. The relist is asked for by an
@@ -30,7 +30,7 @@ func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 	for _, c := range []struct {
 		encoding  string
 		watchList bool
-	}{{"protobuf", false}, {"json", false}, {"protobuf", true}} {
+	}{{"protobuf", false}, {"json", false}, {"protobuf", true}, {"json", true}} {
 		name := c.encoding
 		if c.watchList {
 			name += ", WatchList"

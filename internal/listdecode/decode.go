@@ -78,8 +78,8 @@ type Options struct {
 	// see protometa.For, protometa.Identity); in JSON, for a type whose
 	// metav1.ObjectMeta is its "metadata" and that has no UnmarshalJSON
 	// (every type of k8s.io/api, and custom resources' types as
-	// generators write them: see jsonIdentity), or unstructured (see
-	// jsonMapIdentity). Items whose identity
+	// generators write them: see jsonmeta.Identity), or unstructured (see
+	// jsonmeta.MapIdentity). Items whose identity
 	// cannot be read exactly are decoded. When it returns ok, the item is not
 	// decoded: obj stands for it in Owned's held, and its element of
 	// Items is left the zero value. It is called on the calling

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kreflector/cache/internal/jsonmeta"
 	"github.com/kreflector/cache/internal/protometa"
 )
 
@@ -96,9 +97,9 @@ func newSink(ctx context.Context, p *plan, media string, o Options) *sink {
 	case media == mediaProtobuf && protometa.For(p.itemsType.Elem()) != nil:
 		s.held, s.identity = o.Held, protometa.Identity
 	case media == mediaJSON && p.mode == unstructuredMode:
-		s.held, s.identity = o.Held, jsonMapIdentity
-	case media == mediaJSON && jsonMetaType(p.itemsType.Elem()):
-		s.held, s.identity = o.Held, jsonIdentity
+		s.held, s.identity = o.Held, jsonmeta.MapIdentity
+	case media == mediaJSON && jsonmeta.MetaType(p.itemsType.Elem()):
+		s.held, s.identity = o.Held, jsonmeta.Identity
 	}
 	return s
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	restwatch "k8s.io/client-go/rest/watch"
@@ -14,17 +13,23 @@ import (
 // streaming decoder and rest/watch's Decoder, on a frame reader that
 // returns the frame the reader cut, as the framer's reader returns it.
 // Each worker has its own. A protobuf frame of the usual shape is decoded
-// by fast instead, when the chain is a clientset's (protofast.go).
+// by fast instead, when the chain is a clientset's (protofast.go); a JSON
+// stream's initial ADDED events may be answered for by json
+// (jsonheld.go).
 type frameDecoder struct {
 	src  frameSource
 	dec  *restwatch.Decoder
 	fast *protoFast // nil: every frame goes through the chain
+	json *jsonHeld  // nil: not a JSON stream
 }
 
 // newFrameDecoder returns a frame decoder of st; noManagedFields lets its
 // fast decoding leave managedFields out (see Options).
 func newFrameDecoder(st *streams, noManagedFields bool) *frameDecoder {
 	fd := &frameDecoder{fast: newProtoFast(st, noManagedFields)}
+	if st.framing == framingJSON {
+		fd.json = newJSONHeld()
+	}
 	fd.dec = restwatch.NewDecoder(streaming.NewDecoder(&fd.src, st.events), st.objects)
 	return fd
 }
@@ -35,21 +40,31 @@ func (fd *frameDecoder) decode(frame []byte) (watch.Event, error) {
 	return ev, err
 }
 
-// decodeHeld is decode, except that with held set an ADDED event it
-// answers for is not decoded (standIn: its object is held's).
-func (fd *frameDecoder) decodeHeld(frame []byte, held func(namespace, name, rv string) (runtime.Object, bool)) (ev watch.Event, standIn bool, err error) {
+// decodeHeld is decode, except that with held set (an initial ADDED
+// event's frame) an event it answers for is not decoded (standIn: its
+// object is held's).
+func (fd *frameDecoder) decodeHeld(frame []byte, held heldFunc) (ev watch.Event, standIn bool, err error) {
 	var learn *typeKey
-	if fd.fast != nil {
+	switch {
+	case fd.fast != nil:
 		var ok bool
 		if ev, learn, standIn, ok = fd.fast.decode(frame, held); ok {
 			return ev, standIn, nil
+		}
+	case fd.json != nil && held != nil:
+		if ev, learn, standIn = fd.json.standIn(frame, held); standIn {
+			return ev, true, nil
 		}
 	}
 	fd.src.frame = frame
 	typ, obj, err := fd.dec.Decode()
 	fd.src.frame = nil
 	if err == nil && learn != nil {
-		fd.fast.learnType(*learn, obj)
+		if fd.fast != nil {
+			fd.fast.learnType(*learn, obj)
+		} else {
+			fd.json.learn(*learn, obj)
+		}
 	}
 	return watch.Event{Type: typ, Object: obj}, false, err
 }
@@ -82,7 +97,7 @@ func (w *watcher) decodeJob(fd *frameDecoder, j *job) (ok bool) {
 			ok = false
 		}
 	}()
-	var held func(namespace, name, rv string) (runtime.Object, bool)
+	var held heldFunc
 	if j.initial {
 		held = w.o.Held
 	}

@@ -17,6 +17,9 @@ type cut struct {
 	skip int  // the bytes of b[:end] before the frame's payload
 	need int  // end == 0: how long b must grow for the frame, if known
 	bad  bool // b does not begin with a frame the splitter takes
+	// commas: for a JSON frame, the commas between its object's members
+	// (one for an event of a type and an object).
+	commas int
 }
 
 // splitter finds frames. It is used by the reader goroutine only.
@@ -55,10 +58,11 @@ func (lengthFrames) next(b []byte, _ int) cut {
 // client-go's decoding takes over from its start. Anything but whitespace
 // or '{' where an object should begin is bad.
 type jsonFrames struct {
-	skip  int  // bytes of whitespace before the frame's '{', once found
-	depth int  // objects and arrays open; 0: the '{' is not found yet
-	str   bool // inside a string
-	esc   bool // inside a string, after a backslash at the end of a read
+	skip   int  // bytes of whitespace before the frame's '{', once found
+	depth  int  // objects and arrays open; 0: the '{' is not found yet
+	str    bool // inside a string
+	esc    bool // inside a string, after a backslash at the end of a read
+	commas int  // commas seen at depth 1
 }
 
 func (s *jsonFrames) next(b []byte, from int) cut {
@@ -84,12 +88,16 @@ func (s *jsonFrames) next(b []byte, from int) cut {
 		switch b[i] {
 		case '"':
 			s.str = true
+		case ',':
+			if s.depth == 1 {
+				s.commas++
+			}
 		case '{', '[':
 			s.depth++
 		case '}', ']':
 			s.depth--
 			if s.depth == 0 {
-				c := cut{end: i + 1, skip: s.skip}
+				c := cut{end: i + 1, skip: s.skip, commas: s.commas}
 				*s = jsonFrames{}
 				return c
 			}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 	"testing/synctest"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // FuzzDecode: any bytes, as JSON or as protobuf, at any worker count and
@@ -51,7 +54,7 @@ func FuzzJSONFrames(f *testing.F) {
 				break
 			}
 		}
-		if len(data) > 0 && (whole.end != step.end || whole.bad != step.bad || whole.skip != step.skip) {
+		if len(data) > 0 && (whole.end != step.end || whole.bad != step.bad || whole.skip != step.skip || whole.commas != step.commas) {
 			t.Fatalf("whole %+v, byte by byte %+v", whole, step)
 		}
 		var raw json.RawMessage
@@ -65,4 +68,55 @@ func FuzzJSONFrames(f *testing.F) {
 			t.Fatalf("cut a valid object %q where encoding/json fails (%v)", data[whole.skip:whole.end], err)
 		}
 	})
+}
+
+// FuzzHeldJSON: a JSON stream whose every identity Held answers for
+// stands in only for initial ADDED events, each for the object client-go
+// decodes (or where client-go fails on bytes past what is read, the one
+// fault a stand-in does not see, up to that failure); every other event
+// is client-go's.
+func FuzzHeldJSON(f *testing.F) {
+	initial := []watch.Event{{Type: watch.Added, Object: configMap("a", 10)}, {Type: watch.Added, Object: configMap("b", 11)}}
+	f.Add(encode(f, mediaJSON, append(initial, small()...)), uint8(1))
+	f.Add(encode(f, mediaJSON, append(initial, small()...)), uint8(2))
+	f.Add(encode(f, mediaJSON, script(2)), uint8(1))
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"1"}}}`+
+		`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","resourceVersion":"2"},"spec":[}}`), uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, workers uint8) {
+		want := drain(clientGo(t, typedSerializer, mediaJSON, newReads(body, 1<<30, nil)))
+		held := func(ns, name, rv string) (runtime.Object, bool) {
+			return &heldObj{key: ns + "/" + name + "@" + rv}, true
+		}
+		got := drain(New(newReads(body, 1<<30, nil), typed, Options{Workers: 1 + int(workers%4), MediaType: mediaJSON, Held: held}))
+		checkHeldEvents(t, got, want)
+	})
+}
+
+// checkHeldEvents fails t unless got is want but for stand-ins as
+// FuzzHeldJSON allows them.
+func checkHeldEvents(t *testing.T, got, want []watch.Event) {
+	t.Helper()
+	initial := true
+	for i := range got {
+		st, ok := got[i].Object.(*heldObj)
+		if !ok {
+			initial = initial && got[i].Type == watch.Added
+			if i >= len(want) || !sameEventList(got[i:i+1], want[i:i+1]) {
+				sameEvents(t, got, want)
+				return
+			}
+			continue
+		}
+		switch {
+		case !initial || got[i].Type != watch.Added:
+			t.Fatalf("event %d stands in (%s) after the initial ADDED events", i, st.key)
+		case i < len(want) && want[i].Type == watch.Error:
+			return // client-go failed on bytes a stand-in does not read
+		case i >= len(want) || want[i].Type != watch.Added || keyOf(t, want[i].Object) != st.key:
+			t.Fatalf("event %d stands in as %q, client-go's is %v", i, st.key, want[i:min(i+1, len(want))])
+		}
+	}
+	if len(got) != len(want) {
+		sameEvents(t, got, want)
+	}
 }

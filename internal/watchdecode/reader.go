@@ -48,8 +48,8 @@ type reader struct {
 	bad   bool     // buf[start:] does not begin with a frame the splitter takes
 	err   error    // the body's error, once a Read returned one
 	over  bool     // the reader is done: its last job is cut, or a worker took over
-	// initial: every frame cut so far is a protobuf ADDED event (set at
-	// the start when Options.Held is; see markInitial).
+	// initial: every frame cut so far is an ADDED event (set at the
+	// start when Options.Held is; see markInitial).
 	initial bool
 }
 
@@ -85,23 +85,27 @@ func (r *reader) frame() *job {
 	j := &job{raw: r.buf[r.start:end:end], skip: c.skip, st: r.st, chunk: r.c}
 	r.c.refs.Add(1)
 	r.start, r.from, r.need = end, 0, 0
-	r.markInitial(j)
+	r.markInitial(j, c.commas)
 	return j
 }
 
 // markInitial marks j as one of the stream's initial ADDED events, or
-// ends that run: at the first frame that is not a protobuf WatchEvent of
-// type ADDED (a JSON stream's first frame ends it).
-func (r *reader) markInitial(j *job) {
+// ends that run: at the first frame that is not an ADDED event, in
+// protobuf a WatchEvent, in JSON an object of the two members
+// kube-apiserver writes (see addedObject), of which commas are the
+// commas between members.
+func (r *reader) markInitial(j *job, commas int) {
 	if !r.initial {
 		return
 	}
-	if r.st.framing != framingLength {
-		r.initial = false
-		return
+	switch r.st.framing {
+	case framingLength:
+		typ, _, ok := watchEventFields(j.raw[j.skip:])
+		j.initial = ok && typ == string(watch.Added)
+	case framingJSON:
+		_, ok := addedObject(j.raw[j.skip:])
+		j.initial = ok && commas == 1
 	}
-	typ, _, ok := watchEventFields(j.raw[j.skip:])
-	j.initial = ok && typ == string(watch.Added)
 	r.initial = j.initial
 }
 

@@ -32,16 +32,23 @@ type Options struct {
 	// without them (see internal/protometa) when Workers >= 1.
 	LeaveOutManagedFields bool
 	// Held, if set, is asked about each ADDED event at the start of a
-	// protobuf stream (a WatchList's initial events), up to the first
-	// frame that is not an ADDED event, before its object is decoded,
-	// with the object's namespace, name and non-empty resourceVersion as
-	// its bytes hold them, when the object is of a type whose metadata is
-	// its field 1 (protometa.For) that the fast decoding takes. When it
-	// returns ok, the object is not decoded: the event delivered is an
-	// ADDED event of the object Held returned (Item is not run on it).
-	// The strings alias the stream's buffers and must not be kept. It is
-	// called on the decoding goroutines, concurrently when Workers > 1.
-	// Only with Workers >= 1.
+	// stream (a WatchList's initial events), up to the first frame that
+	// is not such an event, before its object is decoded, with the
+	// object's namespace, name and non-empty resourceVersion as its
+	// bytes hold them, where they can be read exactly: in protobuf, an
+	// object of a type whose metadata is its field 1 (protometa.For)
+	// that the fast decoding takes; in JSON, an event written as
+	// kube-apiserver writes it ({"type":"ADDED","object":…}, compact;
+	// any other JSON frame ends the run), whose object the chain decodes
+	// into an unstructured object or a type whose ObjectMeta is its
+	// "metadata" (jsonmeta.Read, jsonmeta.MetaType). Each decoding
+	// goroutine decodes its first object of each apiVersion and kind,
+	// learning what the chain makes of them. When Held returns ok, the
+	// object is not decoded (nor are its bytes past what is read
+	// checked): the event delivered is an ADDED event of the object Held
+	// returned (Item is not run on it). The strings alias the stream's
+	// buffers and must not be kept. It is called on the decoding
+	// goroutines, concurrently when Workers > 1. Only with Workers >= 1.
 	Held func(namespace, name, resourceVersion string) (runtime.Object, bool)
 	// MediaType is the response's Content-Type, if known. Empty: the
 	// stream's first byte tells JSON (whitespace or '{') from protobuf.

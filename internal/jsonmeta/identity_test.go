@@ -1,4 +1,4 @@
-package listdecode
+package jsonmeta
 
 import (
 	"encoding/json"
@@ -9,11 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kreflector/cache/internal/podgen"
 )
 
-// jsonIdentityCases are items with the identity jsonIdentity must read
+// identityCases are items with the identity Identity must read
 // (ok) or refuse to.
-var jsonIdentityCases = []struct {
+var identityCases = []struct {
 	name, data string
 	ns, nm, rv string
 	ok         bool
@@ -46,13 +48,13 @@ var jsonIdentityCases = []struct {
 	{"cut in a skipped value", `{"a":{"b":[1,2`, "", "", "", false},
 }
 
-// TestJSONIdentity: jsonIdentity reads what the item decoder sets, or
+// TestIdentity: Identity reads what the item decoder sets, or
 // refuses.
-func TestJSONIdentity(t *testing.T) {
-	for _, c := range jsonIdentityCases {
-		ns, nm, rv, ok := jsonIdentity([]byte(c.data))
+func TestIdentity(t *testing.T) {
+	for _, c := range identityCases {
+		ns, nm, rv, ok := Identity([]byte(c.data))
 		if ok != c.ok || string(ns) != c.ns || string(nm) != c.nm || string(rv) != c.rv {
-			t.Errorf("%s: jsonIdentity = %q %q %q %v, want %q %q %q %v", c.name, ns, nm, rv, ok, c.ns, c.nm, c.rv, c.ok)
+			t.Errorf("%s: Identity = %q %q %q %v, want %q %q %q %v", c.name, ns, nm, rv, ok, c.ns, c.nm, c.rv, c.ok)
 		}
 		if ok {
 			agreesWithDecoder(t, c.name, []byte(c.data), ns, nm, rv)
@@ -60,18 +62,18 @@ func TestJSONIdentity(t *testing.T) {
 	}
 }
 
-// TestJSONMapIdentity: jsonMapIdentity reads what decoding into a map
+// TestMapIdentity: MapIdentity reads what decoding into a map
 // (an unstructured object) sets, or refuses; an item with two "metadata",
 // which the map keeps the last of whole, is refused.
-func TestJSONMapIdentity(t *testing.T) {
-	for _, c := range jsonIdentityCases {
+func TestMapIdentity(t *testing.T) {
+	for _, c := range identityCases {
 		want := c
 		if c.name == "metadata twice merges" {
 			want.ns, want.nm, want.rv, want.ok = "", "", "", false
 		}
-		ns, nm, rv, ok := jsonMapIdentity([]byte(c.data))
+		ns, nm, rv, ok := MapIdentity([]byte(c.data))
 		if ok != want.ok || string(ns) != want.ns || string(nm) != want.nm || string(rv) != want.rv {
-			t.Errorf("%s: jsonMapIdentity = %q %q %q %v, want %q %q %q %v", c.name, ns, nm, rv, ok, want.ns, want.nm, want.rv, want.ok)
+			t.Errorf("%s: MapIdentity = %q %q %q %v, want %q %q %q %v", c.name, ns, nm, rv, ok, want.ns, want.nm, want.rv, want.ok)
 		}
 		if ok {
 			agreesWithMapDecoder(t, c.name, []byte(c.data), ns, nm, rv)
@@ -106,19 +108,29 @@ func agreesWithDecoder(t *testing.T, name string, data, ns, nm, rv []byte) {
 	}
 }
 
-// FuzzJSONIdentity: whatever the bytes, jsonIdentity and jsonMapIdentity
+// FuzzIdentity: whatever the bytes, Identity and MapIdentity
 // never panic, and what they read is what the typed decoder (the map
 // decoder) sets wherever that takes them.
-func FuzzJSONIdentity(f *testing.F) {
-	for _, c := range jsonIdentityCases {
+func FuzzIdentity(f *testing.F) {
+	for _, c := range identityCases {
 		f.Add([]byte(c.data))
 	}
-	f.Add(jsonOf(f, podList(1)))
+	for _, c := range typeCases {
+		f.Add([]byte(c.data))
+	}
+	pod, err := json.Marshal(podgen.Pod(3, 30))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pod)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if ns, nm, rv, ok := jsonIdentity(data); ok {
+		if m, ok := Read(data); ok {
+			agreesWithInterpret(t, "fuzzed", data, m)
+		}
+		if ns, nm, rv, ok := Identity(data); ok {
 			agreesWithDecoder(t, "fuzzed", data, ns, nm, rv)
 		}
-		if ns, nm, rv, ok := jsonMapIdentity(data); ok {
+		if ns, nm, rv, ok := MapIdentity(data); ok {
 			agreesWithMapDecoder(t, "fuzzed", data, ns, nm, rv)
 		}
 	})
@@ -140,9 +152,9 @@ type customResource struct {
 	Spec              json.RawMessage `json:"spec"`
 }
 
-// TestJSONMetaType: only types whose ObjectMeta is their "metadata", and
+// TestMetaType: only types whose ObjectMeta is their "metadata", and
 // that decode without a method of their own, have their identity read.
-func TestJSONMetaType(t *testing.T) {
+func TestMetaType(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want bool
@@ -150,8 +162,8 @@ func TestJSONMetaType(t *testing.T) {
 		{corev1.Pod{}, true}, {metav1.PartialObjectMetadata{}, true}, {customResource{}, true},
 		{unstructured.Unstructured{}, false}, {withUnmarshalJSON{}, false}, {inlineMeta{}, false}, {"", false},
 	} {
-		if got := jsonMetaType(reflect.TypeOf(c.v)); got != c.want {
-			t.Errorf("jsonMetaType(%T) = %v, want %v", c.v, got, c.want)
+		if got := MetaType(reflect.TypeOf(c.v)); got != c.want {
+			t.Errorf("MetaType(%T) = %v, want %v", c.v, got, c.want)
 		}
 	}
 }
