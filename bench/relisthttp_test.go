@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/binary"
+	stdjson "encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -36,9 +37,9 @@ import (
 // BenchmarkRelistOverHTTP measures one relist of a Pod informer from its
 // factory, over a real clientset talking protobuf (JSON with
 // KREFLECTOR_RELIST_ENCODING=json) over HTTP to a server in this process,
-// side by side with client-go (with KREFLECTOR_RELIST_WATCHLIST=1, in
-// protobuf, the server streams WatchLists instead of answering LISTs: the
-// sync and the relist are each a WatchList's initial events): the informer syncs
+// side by side with client-go (with KREFLECTOR_RELIST_WATCHLIST=1 the
+// server streams WatchLists instead of answering LISTs: the sync and the
+// relist are each a WatchList's initial events): the informer syncs
 // KREFLECTOR_RELIST_PODS realistic Pods (default 20000) in LIST pages of
 // 500, its first watch is answered 410 Expired, and the LIST that follows
 // finds every twentieth Pod changed. Measured from that LIST's first
@@ -74,10 +75,7 @@ func BenchmarkRelistOverHTTP(b *testing.B) {
 	}
 	var streams [][]byte
 	if cmpEnv("KREFLECTOR_RELIST_WATCHLIST", "") == "1" {
-		if json {
-			b.Fatal("KREFLECTOR_RELIST_WATCHLIST is for protobuf")
-		}
-		streams = [][]byte{relistStream(n, 0), relistStream(n, 20)}
+		streams = [][]byte{relistStream(n, 0, json), relistStream(n, 20, json)}
 	}
 	for _, impl := range []string{"client-go", "kreflector", "kreflector+compact"} {
 		b.Run(impl, func(b *testing.B) {
@@ -257,9 +255,10 @@ func (s *relistServer) serveWatchList(w http.ResponseWriter, r *http.Request) {
 	<-r.Context().Done()
 }
 
-// relistStream is relistPages' Pods as a protobuf WatchList's initial
-// events, the list's resourceVersion in the initial-events-end bookmark.
-func relistStream(n, every int) []byte {
+// relistStream is relistPages' Pods as a WatchList's initial events in
+// protobuf (or JSON), the list's resourceVersion in the
+// initial-events-end bookmark.
+func relistStream(n, every int, json bool) []byte {
 	listRV := "100"
 	if every > 0 {
 		listRV = "200"
@@ -270,22 +269,31 @@ func relistStream(n, every int) []byte {
 		if every > 0 && i%every == 0 {
 			rv = 200
 		}
-		writeWatchFrame(&buf, watch.Added, podgen.Pod(i, rv))
+		writeWatchFrame(&buf, watch.Added, podgen.Pod(i, rv), json)
 	}
 	end := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: listRV, Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
-	writeWatchFrame(&buf, watch.Bookmark, end)
+	writeWatchFrame(&buf, watch.Bookmark, end, json)
 	return buf.Bytes()
 }
 
-// writeWatchFrame appends a length-prefixed protobuf WatchEvent of obj to
-// buf, as kube-apiserver frames a watch.
-func writeWatchFrame(buf *bytes.Buffer, typ watch.EventType, obj apiruntime.Object) {
-	enc := scheme.Codecs.EncoderForVersion(protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), corev1.SchemeGroupVersion)
-	raw, err := apiruntime.Encode(enc, obj)
+// writeWatchFrame appends a WatchEvent of obj to buf, as kube-apiserver
+// frames a watch: length-prefixed protobuf, or (json) a line of JSON.
+func writeWatchFrame(buf *bytes.Buffer, typ watch.EventType, obj apiruntime.Object, json bool) {
+	var ser apiruntime.Encoder = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	if json {
+		ser = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, jsonserializer.SerializerOptions{})
+	}
+	raw, err := apiruntime.Encode(scheme.Codecs.EncoderForVersion(ser, corev1.SchemeGroupVersion), obj)
 	if err != nil {
 		panic(err)
 	}
 	ev := metav1.WatchEvent{Type: string(typ), Object: apiruntime.RawExtension{Raw: raw}}
+	if json {
+		if err := stdjson.NewEncoder(buf).Encode(&ev); err != nil {
+			panic(err)
+		}
+		return
+	}
 	data, err := ev.Marshal()
 	if err != nil {
 		panic(err)
