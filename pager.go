@@ -97,11 +97,15 @@ func (p *pager) itemFunc() listhint.ItemFunc {
 // heldFunc is what the ListWatch may ask before decoding each item of a
 // relist (see listhint.HeldFunc), nil if it may not: only when the lister
 // is our own ListWatch unwrapped (nobody else sees the lists with items
-// left out), the LIST is unsharded (a shard check reads every item) and
-// the store is an informer's indexer, whose keys are namespace/name.
+// left out) and the store is an informer's indexer, whose keys are
+// namespace/name. A sharded LIST's lookup answers only for held objects
+// in the shard (see shardSpec.heldIn).
 func (p *pager) heldFunc() listhint.HeldFunc {
-	if !p.reuse || p.shard != nil || !listwatch.Direct(p.lister) {
+	if !p.reuse || !listwatch.Direct(p.lister) {
 		return nil
+	}
+	if p.shard != nil {
+		return p.shard.spec.heldIn(p.in.heldByName())
 	}
 	return p.in.heldByName()
 }
@@ -226,7 +230,7 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 	l.notDecoded += countHeld(held)
 	l.reused += countHeld(held)
 	if p.shard != nil {
-		if err := l.checkShard(p.shard, page, m, from); err != nil {
+		if held, err = l.checkShard(p.shard, page, m, from, held); err != nil {
 			return "", err
 		}
 	}
@@ -239,17 +243,18 @@ func (l *listed) addPage(page runtime.Object, p *pager) (string, error) {
 	return m.GetContinue(), nil
 }
 
-// checkShard checks a page whose items start at from against shard.
-func (l *listed) checkShard(shard *shardCheck, page runtime.Object, m metav1.ListInterface, from int) error {
+// checkShard checks a page whose items start at from against shard, and
+// returns held (its stand-ins) filtered as the items are.
+func (l *listed) checkShard(shard *shardCheck, page runtime.Object, m metav1.ListInterface, from int, held []any) ([]any, error) {
 	if err := shard.page(page, m); err != nil {
-		return err
+		return held, err
 	}
 	before := shard.dropped
-	items, err := shard.items(l.items, from)
+	items, held, err := shard.items(l.items, from, held)
 	l.items = items
 	l.shardDropped += shard.dropped - before
 	l.shardIgnored = l.shardIgnored || shard.ignored
-	return err
+	return held, err
 }
 
 func initialCapacity(page runtime.Object, m metav1.ListInterface) int {

@@ -9,6 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kreflector/cache/internal/listhint"
 )
 
 // ErrShardIgnored is wrapped by the error of a sharded Reflector (see
@@ -122,21 +125,92 @@ func shardInfoOf(page runtime.Object, m metav1.ListInterface) *metav1.ShardInfo 
 }
 
 // items checks items[from:] of a LIST and returns them, without those
-// outside the shard when filtering locally.
-func (c *shardCheck) items(items []interface{}, from int) ([]interface{}, error) {
-	kept := items[:from]
-	for _, it := range items[from:] {
-		keep, err := c.object(it.(runtime.Object))
-		if err != nil {
-			return items, err
+// outside the shard when filtering locally. held, if set, is the page's
+// stand-ins (see pager.heldFunc), by position from from: an item that
+// stands for a held object was checked as the lookup answered (see
+// shardSpec.heldIn) and is kept; held is returned filtered as the items
+// are.
+func (c *shardCheck) items(items []interface{}, from int, held []any) ([]interface{}, []any, error) {
+	kept, keptHeld := items[:from], held[:0]
+	for i, it := range items[from:] {
+		var h any
+		if held != nil {
+			h = held[i]
+		}
+		keep := true
+		if h != nil {
+			c.inShard++
+		} else {
+			var err error
+			if keep, err = c.object(it.(runtime.Object)); err != nil {
+				return items, held, err
+			}
 		}
 		if keep {
 			kept = append(kept, it)
+			if held != nil {
+				keptHeld = append(keptHeld, h)
+			}
 		}
 	}
 	clear(items[len(kept):])
-	return kept, nil
+	return kept, keptHeld, nil
 }
+
+// standIn counts a WatchList's initial event that stands for a held
+// object, checked as the lookup answered (see shardSpec.heldIn), as an
+// object in the shard.
+func (c *shardCheck) standIn() { c.inShard++ }
+
+// heldIn is f, a relist's lookup of the objects the store holds, for a
+// sharded Reflector: it answers only for a held object the shard
+// contains. The object a server sends at a resourceVersion is the one
+// held, so its item is then in the shard as surely as a check of the
+// decoded item would find. A held object whose hash is not known without
+// decoding it (a compact store's record, where the shard's key is the
+// UID) is not answered for: its item is decoded and checked.
+func (spec *shardSpec) heldIn(f listhint.HeldFunc) listhint.HeldFunc {
+	if f == nil {
+		return nil
+	}
+	key := spec.shard.Key()
+	return func(namespace, name, rv string) (any, bool) {
+		obj, ok := f(namespace, name, rv)
+		if !ok {
+			return nil, false
+		}
+		var m metav1.Object = namespaceOnly{ns: namespace}
+		if key != ShardByNamespace {
+			if m, ok = heldMeta(obj); !ok {
+				return nil, false
+			}
+		}
+		if !spec.shard.ContainsHash(key.Hash(m)) {
+			return nil, false
+		}
+		return obj, true
+	}
+}
+
+// heldMeta is the metadata of a held object, if it is not a record.
+func heldMeta(obj any) (metav1.Object, bool) {
+	if _, ok := obj.(*compactRecord); ok {
+		return nil, false
+	}
+	m, err := meta.Accessor(obj)
+	return m, err == nil
+}
+
+// namespaceOnly is the metadata ShardByNamespace hashes: a namespace.
+// It has only what ShardKey.Hash reads (GetNamespace, GetUID); any other
+// method would call the nil it embeds.
+type namespaceOnly struct {
+	metav1.Object
+	ns string
+}
+
+func (n namespaceOnly) GetNamespace() string { return n.ns }
+func (n namespaceOnly) GetUID() types.UID    { return "" }
 
 // object says whether obj, a LIST item, goes on to the store. Outside the
 // shard it is an ErrShardIgnored error, or, filtering locally, dropped.

@@ -283,6 +283,9 @@ func (s *streamer) applyStandin(ev watch.Event, st *listhint.Standin) error {
 		return fmt.Errorf("watch of %v: %w: a held object's stand-in (event %s) outside a WatchList's initial events", s.subject.typeDescription, ErrUnexpectedObject, ev.Type)
 	}
 	s.batch.count(idxAdded)
+	if s.shard != nil {
+		s.shard.standIn()
+	}
 	if err := s.initial.addHeld(st.Held); err != nil {
 		s.c.r.stats.storeRefused()
 		return refused(ev, klog.KRef("", ""), err)

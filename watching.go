@@ -139,14 +139,18 @@ func (c *cycle) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.
 }
 
 // watchHeld is the lookup offered to the watch call of a WatchList, on
-// a LIST's terms (see pager.heldFunc): held objects are reused, the
-// Reflector is unsharded and its ListWatch is our own, seen directly.
-// Its initial ADDED events that the store holds at their
-// resourceVersion are then not decoded (see listhint.Standin). nil for
-// any other watch.
+// a LIST's terms (see pager.heldFunc): held objects are reused and the
+// Reflector's ListWatch is our own, seen directly; sharded, it answers
+// only for held objects in the shard (shardSpec.heldIn). Its initial
+// ADDED events that the store holds at their resourceVersion are then
+// not decoded (see listhint.Standin). nil for any other watch, and while
+// a merged reshard's catch-up drops events.
 func (c *cycle) watchHeld() listhint.HeldFunc {
-	if !c.watch.mode.gathering() || !c.r.in.reusing() || c.shard != nil || !listwatch.Direct(c.r.lw) {
+	if !c.watch.mode.gathering() || !c.r.in.reusing() || c.catchUp != nil || !listwatch.Direct(c.r.lw) {
 		return nil
+	}
+	if c.shard != nil {
+		return c.shard.heldIn(c.r.in.heldByName())
 	}
 	return c.r.in.heldByName()
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // On a real kube-apiserver, in protobuf and in JSON, by LIST and by
-// WatchList: a relist of an informer over our own ListWatch
+// WatchList, unsharded and sharded: a relist of an informer over our own ListWatch
 // does not decode the ConfigMaps it holds at the resourceVersion listed
 // (Stats.ItemsNotDecoded; by WatchList each decoding goroutine decodes its
 // first one), and the informer then holds exactly the server's objects. The relist is asked for by an
@@ -27,24 +27,40 @@ import (
 // ErrIndexerFailed), so that nothing else changes.
 func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		encoding  string
-		watchList bool
-	}{{"protobuf", false}, {"json", false}, {"protobuf", true}, {"json", true}} {
+	for _, c := range []relistCase{
+		{"protobuf", false, false}, {"json", false, false}, {"protobuf", true, false}, {"json", true, false},
+		{"protobuf", false, true}, {"protobuf", true, true},
+	} {
 		name := c.encoding
 		if c.watchList {
 			name += ", WatchList"
 		}
+		if c.sharded {
+			name += ", sharded"
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			testRelistUndecoded(t, c.encoding, c.watchList)
+			testRelistUndecoded(t, c)
 		})
 	}
 }
 
-func testRelistUndecoded(t *testing.T, encoding string, watchList bool) {
+// relistCase is one informer of TestRelistLeavesHeldObjectsUndecoded:
+// sharded, it has the half of a shard by namespace that holds its
+// namespace (so every ConfigMap, the trigger's too).
+type relistCase struct {
+	encoding           string
+	watchList, sharded bool
+}
+
+func testRelistUndecoded(t *testing.T, c relistCase) {
+	encoding, watchList := c.encoding, c.watchList
 	cs := client(t, encodingConfig(testCluster.admin, encoding))
 	ns := namespace(t, cs)
+	var shard *cache.Shard
+	if c.sharded {
+		shard = namespaceShard(t, ns)
+	}
 	const n = 60
 	for i := range n {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}, Data: map[string]string{"i": strconv.Itoa(i)}}
@@ -60,7 +76,7 @@ func testRelistUndecoded(t *testing.T, encoding string, watchList bool) {
 		}
 		return []string{cm.Name}, nil
 	}
-	o := cache.ReflectorOptions{Name: "undecoded", UseWatchList: ptr.To(watchList)}
+	o := cache.ReflectorOptions{Name: "undecoded", UseWatchList: ptr.To(watchList), Shard: shard}
 	inf := cache.NewSharedIndexInformerWith(o)(configMapsLW(cs, ns), &corev1.ConfigMap{}, 0, cache.Indexers{"byName": byName})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -92,5 +108,26 @@ func testRelistUndecoded(t *testing.T, encoding string, watchList bool) {
 	}
 	st := reporter.Stats().Reflector
 	t.Logf("lists %v; items reused %d, not decoded %d", st.Lists, st.ItemsReused, st.ItemsNotDecoded)
-	assertMatchesServer(t, cs, "configmaps", ns, "informer", inf.GetStore().List())
+	if shard == nil {
+		assertMatchesServer(t, cs, "configmaps", ns, "informer", inf.GetStore().List())
+		return
+	}
+	want, _ := shardedConfigMapList(t, cs, ns, *shard)
+	assertSame(t, "the server's shard", want, "informer", inf.GetStore().List())
+}
+
+// namespaceShard is the half of the space, by namespace, that holds ns.
+func namespaceShard(t *testing.T, ns string) *cache.Shard {
+	t.Helper()
+	for i := range 2 {
+		s, err := cache.ReplicaShardBy(cache.ShardByNamespace, i, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in, err := s.Contains(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}); err == nil && in {
+			return &s
+		}
+	}
+	t.Fatalf("no half holds namespace %s", ns)
+	return nil
 }
