@@ -164,6 +164,15 @@ func TestShardedHeldLookup(t *testing.T) {
 			nsOut = ns
 		}
 	}
+	noUID := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "y"}}
+	var holdsNoUID Shard // the half that holds the hash of an empty UID
+	for i := range 2 {
+		if s, err := ReplicaShardBy(ShardByUID, i, 2); err == nil {
+			if ok, _ := s.Contains(noUID); ok {
+				holdsNoUID = s
+			}
+		}
+	}
 	record := &compactRecord{key: "x/y", rv: "1"}
 	for _, c := range []struct {
 		name  string
@@ -175,6 +184,7 @@ func TestShardedHeldLookup(t *testing.T) {
 		{"in the shard", byUID, in, "ns", true},
 		{"outside the shard", byUID, out, "ns", false},
 		{"a record, by UID", byUID, record, "ns", false},
+		{"without a UID", holdsNoUID, noUID, "ns", false},
 		{"a record in the shard, by namespace", byNS, record, nsIn, true},
 		{"a record outside the shard, by namespace", byNS, record, nsOut, false},
 	} {
@@ -185,5 +195,46 @@ func TestShardedHeldLookup(t *testing.T) {
 	}
 	if newShardSpec(byUID, false).heldIn(nil) != nil {
 		t.Error("no lookup to wrap, yet one is offered")
+	}
+}
+
+// A sharded LIST page's check keeps the items that stand for held
+// objects unchecked (a record, which has no metadata to check), drops
+// those outside the shard when filtering locally, and filters the
+// stand-ins as it filters the items, so that they stay aligned.
+func TestShardItemsKeepStandInsAligned(t *testing.T) {
+	sh, err := ReplicaShardBy(ShardByNamespace, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := func(ns string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}
+	}
+	var in, out []*corev1.ConfigMap
+	for i := 0; len(in) < 2 || len(out) < 2; i++ {
+		o := cm(fmt.Sprintf("ns-%d", i))
+		if ok, _ := sh.Contains(o); ok {
+			in = append(in, o)
+		} else {
+			out = append(out, o)
+		}
+	}
+	record := &compactRecord{key: "held/x", rv: "1"}
+	before := cm("an earlier page's")
+	items := []any{before, in[0], out[0], record, in[1], out[1]}
+	held := []any{nil, nil, record, nil, nil}
+	c := newShardSpec(sh, true).newCheck()
+	kept, keptHeld, err := c.items(items, 1, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{before, in[0], record, in[1]}; !slices.Equal(kept, want) {
+		t.Fatalf("kept %v, want %v", kept, want)
+	}
+	if want := []any{nil, record, nil}; !slices.Equal(keptHeld, want) {
+		t.Fatalf("stand-ins %v, want %v", keptHeld, want)
+	}
+	if c.dropped != 2 || c.inShard != 3 {
+		t.Fatalf("dropped %d, in the shard %d; want 2 and 3", c.dropped, c.inShard)
 	}
 }

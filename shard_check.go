@@ -168,7 +168,8 @@ func (c *shardCheck) standIn() { c.inShard++ }
 // held, so its item is then in the shard as surely as a check of the
 // decoded item would find. A held object whose hash is not known without
 // decoding it (a compact store's record, where the shard's key is the
-// UID) is not answered for: its item is decoded and checked.
+// UID), or that has no UID, is not answered for: its item is decoded and
+// checked.
 func (spec *shardSpec) heldIn(f listhint.HeldFunc) listhint.HeldFunc {
 	if f == nil {
 		return nil
@@ -192,13 +193,15 @@ func (spec *shardSpec) heldIn(f listhint.HeldFunc) listhint.HeldFunc {
 	}
 }
 
-// heldMeta is the metadata of a held object, if it is not a record.
+// heldMeta is the metadata of a held object, if it is not a record and
+// has a UID (a transform may have cleared it: its hash would then not be
+// the listed object's).
 func heldMeta(obj any) (metav1.Object, bool) {
 	if _, ok := obj.(*compactRecord); ok {
 		return nil, false
 	}
 	m, err := meta.Accessor(obj)
-	return m, err == nil
+	return m, err == nil && m.GetUID() != ""
 }
 
 // namespaceOnly is the metadata ShardByNamespace hashes: a namespace.

@@ -29,7 +29,7 @@ func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 	t.Parallel()
 	for _, c := range []relistCase{
 		{"protobuf", false, false}, {"json", false, false}, {"protobuf", true, false}, {"json", true, false},
-		{"protobuf", false, true}, {"protobuf", true, true},
+		{"protobuf", false, true}, {"protobuf", true, true}, {"json", true, true},
 	} {
 		name := c.encoding
 		if c.watchList {

@@ -20,7 +20,8 @@ import (
 type Meta struct {
 	APIVersion, Kind                 []byte
 	Namespace, Name, ResourceVersion []byte
-	metadatas                        int // how many "metadata" members the object has
+	metadatas                        int  // how many "metadata" members the object has
+	items                            bool // a top-level key is "items", in any case
 }
 
 // Read reads the identity of data, the JSON of one object: apiVersion and
@@ -67,6 +68,8 @@ func Read(data []byte) (m Meta, ok bool) {
 			})
 		case foldsTo(key, "metadata", "apiVersion", "kind"):
 			return false
+		case foldsTo(key, "items"):
+			m.items = true
 		}
 		return s.skip()
 	})
@@ -78,8 +81,11 @@ func Read(data []byte) (m Meta, ok bool) {
 
 // Map says whether m is also what decoding into a map (an unstructured
 // object) sets: a map keeps the last "metadata" whole, where a typed
-// decoder merges them, so an object with two or more is refused.
-func (m Meta) Map() bool { return m.metadatas <= 1 }
+// decoder merges them, so an object with two or more is refused; and an
+// object with "items" is refused, which unstructured decoders that
+// choose the type from the bytes (UnstructuredJSONScheme without a
+// target) make an UnstructuredList.
+func (m Meta) Map() bool { return m.metadatas <= 1 && !m.items }
 
 // Identity is Read's namespace, name and resourceVersion, for an object
 // decoded into a typed object whose metav1.ObjectMeta is its "metadata".

@@ -28,6 +28,8 @@ var identityCases = []struct {
 	{"quotes and brackets in strings", `{"a":"}\"{[","metadata":{"annotations":{"k":"\"}]"},"name":"q","resourceVersion":"4"},"b":["]",{"c":"{"}]}`, "", "q", "4", true},
 	{"scalars", `{"a":1.5e3,"b":true,"c":null,"metadata":{"generation":2,"name":"s","resourceVersion":"5"}}`, "", "s", "5", true},
 	{"no metadata", `{"kind":"Pod"}`, "", "", "", true},
+	{"items", `{"metadata":{"name":"a","resourceVersion":"1"},"items":null}`, "", "a", "1", true},
+	{"Items", `{"Items":[],"metadata":{"name":"a","resourceVersion":"1"}}`, "", "a", "1", true},
 	{"empty", `{}`, "", "", "", true},
 	{"Metadata", `{"Metadata":{"name":"a"},"metadata":{"name":"b"}}`, "", "", "", false},
 	{"Name", `{"metadata":{"Name":"a","name":"b"}}`, "", "", "", false},
@@ -64,11 +66,13 @@ func TestIdentity(t *testing.T) {
 
 // TestMapIdentity: MapIdentity reads what decoding into a map
 // (an unstructured object) sets, or refuses; an item with two "metadata",
-// which the map keeps the last of whole, is refused.
+// which the map keeps the last of whole, is refused, and so is one with
+// "items" (which a decoder choosing the type makes a list).
 func TestMapIdentity(t *testing.T) {
 	for _, c := range identityCases {
 		want := c
-		if c.name == "metadata twice merges" {
+		switch c.name {
+		case "metadata twice merges", "items", "Items", "deeper metadata ignored":
 			want.ns, want.nm, want.rv, want.ok = "", "", "", false
 		}
 		ns, nm, rv, ok := MapIdentity([]byte(c.data))

@@ -80,6 +80,9 @@ func FuzzHeldJSON(f *testing.F) {
 	f.Add(encode(f, mediaJSON, append(initial, small()...)), uint8(1))
 	f.Add(encode(f, mediaJSON, append(initial, small()...)), uint8(2))
 	f.Add(encode(f, mediaJSON, script(2)), uint8(1))
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"1"}}}`+
+		`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"b","resourceVersion":"2"}}]`+
+		`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","resourceVersion":"3"}}}`), uint8(1))
 	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"1"}}}`+
 		`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","resourceVersion":"2"},"spec":[}}`), uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, workers uint8) {

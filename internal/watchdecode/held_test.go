@@ -168,6 +168,19 @@ func TestHeldNotAskedForOtherJSONShapes(t *testing.T) {
 	}
 }
 
+// A frame of kube-apiserver's shape but for the ']' that closes it (which
+// the splitter ends a frame at, as at a '}') is no initial event: it is
+// decoded, and fails as client-go's framer fails it, after a kind was
+// learned and with every identity answered for.
+func TestHeldRefusesAFrameClosedByABracket(t *testing.T) {
+	body := fmt.Appendf(nil, "{\"type\":\"ADDED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s]\n{\"type\":\"ADDED\",\"object\":%s}\n",
+		podJSON(t, 2), podJSON(t, 4), podJSON(t, 6))
+	want := drain(clientGo(t, typedSerializer, mediaJSON, io.NopCloser(bytes.NewReader(body))))
+	all := func(ns, name, rv string) (runtime.Object, bool) { return &heldObj{key: ns + "/" + name + "@" + rv}, true }
+	got, _ := drainHeld(body, typed, Options{Workers: 1, MediaType: mediaJSON, Held: all})
+	sameEvents(t, got, want)
+}
+
 // podJSON is Pod i as kube-apiserver writes it in JSON.
 func podJSON(t *testing.T, i int) []byte {
 	t.Helper()

@@ -25,7 +25,9 @@ var addedPrefix = []byte(`{"type":"ADDED","object":`)
 // the prefix is the value of "object", the one the chain decodes:
 // "type" and "object" are then each present once, keys exact.
 func addedObject(payload []byte) ([]byte, bool) {
-	if len(payload) < len(addedPrefix)+3 || !bytes.HasPrefix(payload, addedPrefix) {
+	// The splitter ends a frame at the bracket that closes its depth,
+	// whichever: a ']' there is no object's end.
+	if len(payload) < len(addedPrefix)+3 || !bytes.HasPrefix(payload, addedPrefix) || payload[len(payload)-1] != '}' {
 		return nil, false
 	}
 	obj := bytes.TrimRight(payload[len(addedPrefix):len(payload)-1], " \t\r\n")
