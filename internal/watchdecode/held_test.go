@@ -176,7 +176,9 @@ func TestHeldRefusesAFrameClosedByABracket(t *testing.T) {
 	body := fmt.Appendf(nil, "{\"type\":\"ADDED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s]\n{\"type\":\"ADDED\",\"object\":%s}\n",
 		podJSON(t, 2), podJSON(t, 4), podJSON(t, 6))
 	want := drain(clientGo(t, typedSerializer, mediaJSON, io.NopCloser(bytes.NewReader(body))))
-	all := func(ns, name, rv string) (runtime.Object, bool) { return &heldObj{key: ns + "/" + name + "@" + rv}, true }
+	all := func(ns, name, rv string) (runtime.Object, bool) {
+		return &heldObj{key: ns + "/" + name + "@" + rv}, true
+	}
 	got, _ := drainHeld(body, typed, Options{Workers: 1, MediaType: mediaJSON, Held: all})
 	sameEvents(t, got, want)
 }
