@@ -221,6 +221,14 @@ func syncUntilWatching(t *testing.T, lw *recordingLW, newReflector func(cache.Li
 	}
 	res := syncResult{objs: s.List(), took: took}
 	if ours, ok := r.(*cache.Reflector); ok {
+		// A sync's figures are counted once the store's Replace returns;
+		// a WatchList's watch was opened before it.
+		for !ours.HasSynced() {
+			if ctx.Err() != nil {
+				t.Fatalf("the Reflector did not count its sync within a minute")
+			}
+			time.Sleep(time.Millisecond)
+		}
 		res.stats = ours.Stats()
 	}
 	lw.mu.Lock()
