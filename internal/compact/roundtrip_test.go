@@ -183,3 +183,30 @@ func TestSqueezeShrinksPods(t *testing.T) {
 		t.Fatalf("squeezed %d of %d bytes: less than 3x", squeezed, plain)
 	}
 }
+
+// TestExpandNeverLendsTheRecord expands a record kept as it came
+// (incompressible bytes) and checks the result is memory of its own: the
+// caller reuses it as room to expand other records into.
+func TestExpandNeverLendsTheRecord(t *testing.T) {
+	s := NewSqueezer()
+	src := make([]byte, 512)
+	x := uint64(88172645463325252)
+	for i := range src {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		src[i] = byte(x)
+	}
+	rec := s.Squeeze(src)
+	if rec[0] != formRaw {
+		t.Fatalf("the bytes compressed (form %d): the test needs a raw record", rec[0])
+	}
+	out, err := s.Expand(nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[0] ^= 0xff
+	if rec[1] != src[0] {
+		t.Fatal("writing to Expand's result changed the record")
+	}
+}

@@ -84,8 +84,9 @@ var workBuffers = sync.Pool{New: func() any { return new([]byte) }}
 const maxWorkBuffer = 256 << 10
 
 // Expand returns what Squeeze was given, in dst's memory when it is large
-// enough. The result may share memory with rec (a raw record): the caller
-// must not write to it.
+// enough, else in memory of its own: never in rec's, so that the caller
+// may reuse the result's memory as a later call's dst (a record kept as
+// it came is copied out too).
 func (s *Squeezer) Expand(dst, rec []byte) ([]byte, error) {
 	if len(rec) == 0 {
 		return nil, ErrCorrupt
@@ -97,7 +98,7 @@ func (s *Squeezer) Expand(dst, rec []byte) ([]byte, error) {
 	)
 	switch rec[0] {
 	case formRaw:
-		return body, nil
+		return append(dst[:0], body...), nil
 	case formS2:
 		out, err = s2.Decode(dst[:cap(dst)], body)
 	case formDict:

@@ -1,0 +1,49 @@
+package cache
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kreflector/cache/internal/podgen"
+)
+
+// TestCompactIncompressibleRecordSurvivesReads holds a Secret whose data
+// does not compress (its record keeps the encoding as it is) beside Pods
+// that do, and reads them in turn with no read cache: decoding a record
+// must never lend its bytes out as room to expand another into.
+func TestCompactIncompressibleRecordSurvivesReads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	noise := make([]byte, 8000)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tls", ResourceVersion: "7", UID: "u-1"},
+		Data:       map[string][]byte{"tls.key": noise},
+	}
+	secrets := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{ReadCacheBytes: -1})
+	pods := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{ReadCacheBytes: -1})
+	if err := secrets.Add(secret.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	pod := podgen.Pod(1, 10)
+	if err := pods.Add(pod.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		got, ok, err := secrets.GetByKey("ns/tls")
+		if err != nil || !ok {
+			t.Fatalf("secret: %v, %v", ok, err)
+		}
+		if s := got.(*corev1.Secret); !reflect.DeepEqual(s.Data, secret.Data) || s.Name != "tls" {
+			t.Fatal("the Secret read back is not the one stored")
+		}
+		if _, ok, err := pods.GetByKey(pod.Namespace + "/" + pod.Name); err != nil || !ok {
+			t.Fatalf("pod %s: %v, %v", pod.Namespace+"/"+pod.Name, ok, err)
+		}
+	}
+}
