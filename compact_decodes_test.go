@@ -304,7 +304,7 @@ func TestCompactPagePacking(t *testing.T) {
 	}
 	for i, it := range items {
 		r, ok := it.(*compactRecord)
-		if !ok || r.data == nil || order[i] != want[i].Name {
+		if !ok || r.data == "" || order[i] != want[i].Name {
 			t.Fatalf("item %d: %T, transformed as %s", i, it, order[i])
 		}
 		got, err := r.object()

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,5 +46,14 @@ func TestCompactIncompressibleRecordSurvivesReads(t *testing.T) {
 		if _, ok, err := pods.GetByKey(pod.Namespace + "/" + pod.Name); err != nil || !ok {
 			t.Fatalf("pod %s: %v, %v", pod.Namespace+"/"+pod.Name, ok, err)
 		}
+	}
+}
+
+// A compact store holds a record per object: it must stay within the
+// 128-byte size class (the next one is 144 bytes, a ninth more per
+// object for every compact user).
+func TestCompactRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(compactRecord{}); n > 128 {
+		t.Fatalf("a compactRecord takes %d bytes: more than the 128-byte size class", n)
 	}
 }

@@ -25,7 +25,7 @@ type compactRecord struct {
 	// data is the packed encoding, when pk is set (otherwise the object
 	// is kept as it is: see rawObject).
 	pk   *packer
-	data []byte
+	data compact.Frozen
 	// odd holds what few records have, so that the others do without.
 	odd *recordOdd
 	// hot is the decoded object while the read cache keeps it.
@@ -41,6 +41,11 @@ type compactRecord struct {
 	state atomic.Uint32
 	// plain is the length of the encoding, before compression.
 	plain uint32
+	// uid is the FNV-1a hash of the object's UID as shard.Key.Hash
+	// computes it, or 0 if the object has none: what a sharded relist
+	// checks a held record against without decoding it (see
+	// shardSpec.heldIn).
+	uid uint64
 }
 
 // decodedSize estimates the heap of the record's decoded object.
@@ -97,8 +102,8 @@ type packer struct {
 func decodedSize(encoded int) int64 { return 3 * int64(encoded) }
 
 // pack returns obj's encoding, compressed unless the store says not, in
-// a slice of its own, and the encoding's length.
-func (p *packer) pack(obj any) ([]byte, int, error) {
+// memory of its own, and the encoding's length.
+func (p *packer) pack(obj any) (compact.Frozen, int, error) {
 	buf := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(buf)
 	b, err := p.codec.Encode((*buf)[:0], obj)
@@ -106,12 +111,12 @@ func (p *packer) pack(obj any) ([]byte, int, error) {
 		*buf = b[:0]
 	}
 	if err != nil {
-		return nil, 0, err
+		return "", 0, err
 	}
 	if p.squeezer == nil {
-		return append([]byte(nil), b...), len(b), nil
+		return compact.Frozen(b), len(b), nil
 	}
-	return p.squeezer.Squeeze(b), len(b), nil
+	return compact.Freeze(p.squeezer.Squeeze(b)), len(b), nil
 }
 
 // encodeBuffers hold the buffers objects are encoded into before they are
@@ -160,12 +165,12 @@ func (r *compactRecord) load(mark bool) (any, error) {
 // cache.
 func (r *compactRecord) decode() (any, error) {
 	c := r.pk.cache
-	plain := r.data
+	plain := r.data.Bytes()
 	if r.pk.squeezer != nil {
 		buf := expandBuffers.Get().(*[]byte)
 		defer expandBuffers.Put(buf)
 		var err error
-		if plain, err = r.pk.squeezer.Expand(*buf, r.data); err != nil {
+		if plain, err = r.pk.squeezer.Expand(*buf, plain); err != nil {
 			return nil, err
 		}
 		if cap(plain) <= maxPooledBuffer {

@@ -119,7 +119,7 @@ func (s *compactStore) prepare(obj any) (*compactRecord, error) {
 	if err != nil {
 		return nil, KeyError{Obj: obj, Err: err}
 	}
-	r := &compactRecord{key: key}
+	r := &compactRecord{key: key, uid: uidHash(obj)}
 	r.rv = resourceVersionOf(obj)
 	s.mu.RLock()
 	names, funcs := s.names, s.funcs

@@ -186,8 +186,8 @@ type ReflectorOptions struct {
 	// (in JSON where the event is written as kube-apiserver writes it):
 	// its namespace, name and resourceVersion are read from its bytes
 	// first (counted in Stats.ItemsNotDecoded). A sharded Reflector does
-	// so for held objects in its shard (by UID, not for a compact
-	// store's records, nor for a held object without a UID). A listed object
+	// so for held objects in its shard (by UID, not for a held object
+	// without a UID). A listed object
 	// at another resourceVersion than the held one takes, in place, the
 	// held one's copy of each string equal at the same place, and unless
 	// the store transforms, of each equal byte slice and

@@ -20,17 +20,17 @@ import (
 
 // A sharded informer's relist, by LIST and by WatchList, leaves the
 // objects it holds in its shard undecoded, as an unsharded one does, and
-// ends holding exactly the server's objects in the shard. A compact
-// store's records are looked up only where the shard's key is read
-// without decoding them (the namespace, in the record's key); under a
-// shard by UID they are decoded and checked.
+// ends holding exactly the server's objects in the shard; a compact
+// store's records too, by namespace (read from the record's key) and by
+// UID (its hash, kept in the record).
 func TestShardedRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 	for _, c := range []shardedRelistCase{
 		{name: "LIST", key: ShardByUID, skips: true},
 		{name: "WatchList", watchList: true, key: ShardByUID, skips: true},
 		{name: "LIST, compact, by namespace", compact: true, key: ShardByNamespace, skips: true},
 		{name: "WatchList, compact, by namespace", watchList: true, compact: true, key: ShardByNamespace, skips: true},
-		{name: "LIST, compact, by UID", compact: true, key: ShardByUID},
+		{name: "LIST, compact, by UID", compact: true, key: ShardByUID, skips: true},
+		{name: "WatchList, compact, by UID", watchList: true, compact: true, key: ShardByUID, skips: true},
 	} {
 		t.Run(c.name, func(t *testing.T) { testShardedRelist(t, c) })
 	}
@@ -135,8 +135,9 @@ func checkShardHeld(t *testing.T, inf SharedIndexInformer, res *cachetest.Resour
 	}
 }
 
-// A sharded relist's lookup answers only for held objects in the shard,
-// and for a compact store's records only where the shard is by namespace.
+// A sharded relist's lookup answers only for held objects in the shard: a
+// compact store's records by the namespace in their key or by the hash of
+// the UID they keep, never for an object or a record without a UID.
 func TestShardedHeldLookup(t *testing.T) {
 	in, out := &corev1.ConfigMap{}, &corev1.ConfigMap{}
 	byUID, err := ReplicaShardBy(ShardByUID, 0, 2)
@@ -174,6 +175,11 @@ func TestShardedHeldLookup(t *testing.T) {
 		}
 	}
 	record := &compactRecord{key: "x/y", rv: "1"}
+	recIn := &compactRecord{key: "ns/y", rv: "1", uid: uidHash(in)}
+	recOut := &compactRecord{key: "ns/y", rv: "1", uid: uidHash(out)}
+	if recIn.uid == 0 || recOut.uid == 0 {
+		t.Fatal("a UID hashed to nothing")
+	}
 	for _, c := range []struct {
 		name  string
 		shard Shard
@@ -183,7 +189,9 @@ func TestShardedHeldLookup(t *testing.T) {
 	}{
 		{"in the shard", byUID, in, "ns", true},
 		{"outside the shard", byUID, out, "ns", false},
-		{"a record, by UID", byUID, record, "ns", false},
+		{"a record in the shard, by UID", byUID, recIn, "ns", true},
+		{"a record outside the shard, by UID", byUID, recOut, "ns", false},
+		{"a record without a UID", holdsNoUID, record, "ns", false},
 		{"without a UID", holdsNoUID, noUID, "ns", false},
 		{"a record in the shard, by namespace", byNS, record, nsIn, true},
 		{"a record outside the shard, by namespace", byNS, record, nsOut, false},

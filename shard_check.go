@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kreflector/cache/internal/listhint"
+	"github.com/kreflector/cache/shard"
 )
 
 // ErrShardIgnored is wrapped by the error of a sharded Reflector (see
@@ -166,10 +167,11 @@ func (c *shardCheck) standIn() { c.inShard++ }
 // sharded Reflector: it answers only for a held object the shard
 // contains. The object a server sends at a resourceVersion is the one
 // held, so its item is then in the shard as surely as a check of the
-// decoded item would find. A held object whose hash is not known without
-// decoding it (a compact store's record, where the shard's key is the
-// UID), or that has no UID, is not answered for: its item is decoded and
-// checked.
+// decoded item would find. By namespace, the hash is the namespace's;
+// by UID, the held object's UID's (a compact store's record keeps it
+// hashed). A held object with no UID (a transform may have cleared it:
+// its hash would then not be the listed object's) is not answered for:
+// its item is decoded and checked.
 func (spec *shardSpec) heldIn(f listhint.HeldFunc) listhint.HeldFunc {
 	if f == nil {
 		return nil
@@ -180,28 +182,37 @@ func (spec *shardSpec) heldIn(f listhint.HeldFunc) listhint.HeldFunc {
 		if !ok {
 			return nil, false
 		}
-		var m metav1.Object = namespaceOnly{ns: namespace}
-		if key != ShardByNamespace {
-			if m, ok = heldMeta(obj); !ok {
-				return nil, false
-			}
+		var h uint64
+		if key == ShardByNamespace {
+			h = key.Hash(namespaceOnly{ns: namespace})
+		} else if h = heldUIDHash(obj); h == 0 {
+			return nil, false
 		}
-		if !spec.shard.ContainsHash(key.Hash(m)) {
+		if !spec.shard.ContainsHash(h) {
 			return nil, false
 		}
 		return obj, true
 	}
 }
 
-// heldMeta is the metadata of a held object, if it is not a record and
-// has a UID (a transform may have cleared it: its hash would then not be
-// the listed object's).
-func heldMeta(obj any) (metav1.Object, bool) {
-	if _, ok := obj.(*compactRecord); ok {
-		return nil, false
+// heldUIDHash is the hash of a held object's UID (a record's, as packed),
+// 0 if it has none.
+func heldUIDHash(obj any) uint64 {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.uid
 	}
+	return uidHash(obj)
+}
+
+// uidHash is the hash of obj's UID as a shard by UID computes it, 0 if
+// obj has no metadata or no UID. (A UID whose hash is 0, one in 2^64, is
+// taken for none: its item is then decoded, never misplaced.)
+func uidHash(obj any) uint64 {
 	m, err := meta.Accessor(obj)
-	return m, err == nil && m.GetUID() != ""
+	if err != nil || m.GetUID() == "" {
+		return 0
+	}
+	return shard.ByUID.Hash(m)
 }
 
 // namespaceOnly is the metadata ShardByNamespace hashes: a namespace.
