@@ -192,7 +192,7 @@ func (in *intake) heldByName() listhint.HeldFunc {
 		if namespace != "" {
 			key = namespace + "/" + name
 		}
-		old, ok := h.v.heldForHandlers(key)
+		old, ok := h.byKey(key)
 		if !ok || rv == "" || resourceVersionOf(old) != rv {
 			return nil, false
 		}
@@ -343,5 +343,18 @@ func (h heldRecords) held(obj interface{}) (interface{}, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return h.v.heldForHandlers(key)
+	return h.byKey(key)
+}
+
+// byKey is what the indexer holds under key, for a relist to keep: not a
+// compact record an index function failed on. Its index values were
+// computed once, when it was packed, and a kept record is not indexed
+// again; the listed copy is, so a failure that has passed (the cause of
+// the relist, often) is not kept with it.
+func (h heldRecords) byKey(key string) (any, bool) {
+	old, ok := h.v.heldForHandlers(key)
+	if r, isRecord := old.(*compactRecord); ok && isRecord && r.indexErr() != nil {
+		return nil, false
+	}
+	return old, ok
 }

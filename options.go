@@ -187,7 +187,10 @@ type ReflectorOptions struct {
 	// its namespace, name and resourceVersion are read from its bytes
 	// first (counted in Stats.ItemsNotDecoded). A sharded Reflector does
 	// so for held objects in its shard (by UID, not for a held object
-	// without a UID). A listed object
+	// without a UID). A compact store's record that an index function
+	// failed on is never kept: its index values were computed when it
+	// was packed, so the listed copy is packed and indexed again. A
+	// listed object
 	// at another resourceVersion than the held one takes, in place, the
 	// held one's copy of each string equal at the same place, and unless
 	// the store transforms, of each equal byte slice and

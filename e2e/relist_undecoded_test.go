@@ -7,19 +7,22 @@ import (
 	"errors"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kreflector/cache"
 )
 
 // On a real kube-apiserver, in protobuf and in JSON, by LIST and by
-// WatchList, unsharded and sharded: a relist of an informer over our own ListWatch
+// WatchList, unsharded and sharded (by namespace; and by UID on a compact
+// store, whose records keep their UID's hash): a relist of an informer over our own ListWatch
 // does not decode the ConfigMaps it holds at the resourceVersion listed
 // (Stats.ItemsNotDecoded; by WatchList each decoding goroutine decodes its
 // first one), and the informer then holds exactly the server's objects. The relist is asked for by an
@@ -28,8 +31,10 @@ import (
 func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 	t.Parallel()
 	for _, c := range []relistCase{
-		{"protobuf", false, false}, {"json", false, false}, {"protobuf", true, false}, {"json", true, false},
-		{"protobuf", false, true}, {"protobuf", true, true}, {"json", true, true},
+		{encoding: "protobuf"}, {encoding: "json"}, {encoding: "protobuf", watchList: true}, {encoding: "json", watchList: true},
+		{encoding: "protobuf", sharded: true}, {encoding: "protobuf", watchList: true, sharded: true},
+		{encoding: "json", watchList: true, sharded: true},
+		{encoding: "protobuf", compactByUID: true}, {encoding: "protobuf", watchList: true, compactByUID: true},
 	} {
 		name := c.encoding
 		if c.watchList {
@@ -37,6 +42,9 @@ func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 		}
 		if c.sharded {
 			name += ", sharded"
+		}
+		if c.compactByUID {
+			name += ", compact, sharded by UID"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -47,10 +55,12 @@ func TestRelistLeavesHeldObjectsUndecoded(t *testing.T) {
 
 // relistCase is one informer of TestRelistLeavesHeldObjectsUndecoded:
 // sharded, it has the half of a shard by namespace that holds its
-// namespace (so every ConfigMap, the trigger's too).
+// namespace (so every ConfigMap, the trigger's too); compactByUID, a
+// compact store and the first half of a shard by UID (about half the
+// ConfigMaps; the trigger is one that falls in it).
 type relistCase struct {
-	encoding           string
-	watchList, sharded bool
+	encoding                         string
+	watchList, sharded, compactByUID bool
 }
 
 func testRelistUndecoded(t *testing.T, c relistCase) {
@@ -60,6 +70,13 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	var shard *cache.Shard
 	if c.sharded {
 		shard = namespaceShard(t, ns)
+	}
+	if c.compactByUID {
+		s, err := cache.ReplicaShardBy(cache.ShardByUID, 0, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shard = &s
 	}
 	const n = 60
 	for i := range n {
@@ -71,12 +88,15 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	var failing atomic.Bool
 	byName := func(obj interface{}) ([]string, error) {
 		cm := obj.(*corev1.ConfigMap)
-		if cm.Name == "trigger" && failing.Load() {
+		if strings.HasPrefix(cm.Name, "trigger") && failing.Load() {
 			return nil, errors.New("not indexable yet")
 		}
 		return []string{cm.Name}, nil
 	}
 	o := cache.ReflectorOptions{Name: "undecoded", UseWatchList: ptr.To(watchList), Shard: shard}
+	if c.compactByUID {
+		o.Compact = &cache.CompactOptions{}
+	}
 	inf := cache.NewSharedIndexInformerWith(o)(configMapsLW(cs, ns), &corev1.ConfigMap{}, 0, cache.Indexers{"byName": byName})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -87,11 +107,12 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 		t.Fatal(err)
 	}
 	failing.Store(true)
-	trigger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trigger"}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), trigger, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createTrigger(t, cs, ns, shard)
 	least := uint64(n)
+	if c.compactByUID {
+		held, _ := shardedConfigMapList(t, cs, ns, *shard)
+		least = uint64(len(held) - 1) // the trigger is not held
+	}
 	if watchList {
 		least -= uint64(goruntime.GOMAXPROCS(0))
 	}
@@ -114,6 +135,27 @@ func testRelistUndecoded(t *testing.T, c relistCase) {
 	}
 	want, _ := shardedConfigMapList(t, cs, ns, *shard)
 	assertSame(t, "the server's shard", want, "informer", inf.GetStore().List())
+}
+
+// createTrigger creates ConfigMaps named trigger-… in ns until one is in
+// shard (the first, unless the shard is by UID), so that the informer's
+// index function meets it.
+func createTrigger(t *testing.T, cs kubernetes.Interface, ns string, shard *cache.Shard) {
+	t.Helper()
+	for i := 0; i < 64; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trigger-" + strconv.Itoa(i)}}
+		got, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shard == nil {
+			return
+		}
+		if in, err := shard.Contains(got); err != nil || in {
+			return
+		}
+	}
+	t.Fatal("64 ConfigMaps and none in the shard")
 }
 
 // namespaceShard is the half of the space, by namespace, that holds ns.

@@ -1,0 +1,85 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kreflector/cache/cachetest"
+)
+
+// An index function that fails on an object for a while makes the
+// informer relist until it no longer does; the relist that follows must
+// index the object again, not keep what it held. A compact store's
+// record keeps the index values (and the failure) computed when it was
+// packed, so a relist does not keep a record an index function failed
+// on: it packs the listed copy afresh, and the informer is healthy once
+// the function succeeds. Without that, the record held since the failure
+// was kept, relist after relist, and the informer stayed unhealthy until
+// the object changed.
+func TestRelistIndexesAgainWhatAnIndexFunctionFailedOn(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		compact, watchList bool
+	}{{"indexer", false, false}, {"compact", true, false}, {"compact, WatchList", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testIndexFailureRelist(t, c.compact, c.watchList) })
+		})
+	}
+}
+
+func testIndexFailureRelist(t *testing.T, compact, watchList bool) {
+	srv := cachetest.NewServer(cachetest.Options{})
+	defer srv.Close()
+	cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+	for i := range 8 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%d", i)}}
+		if _, err := cms.Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failing atomic.Bool
+	byName := func(obj any) ([]string, error) {
+		cm := obj.(*corev1.ConfigMap)
+		if strings.HasPrefix(cm.Name, "trigger") && failing.Load() {
+			return nil, errors.New("not indexable yet")
+		}
+		return []string{cm.Name}, nil
+	}
+	o := ReflectorOptions{UseWatchList: ptr.To(watchList)}
+	if compact {
+		o.Compact = &CompactOptions{}
+	}
+	inf := NewSharedIndexInformerWith(o)(cms, &corev1.ConfigMap{}, 0, Indexers{"byName": byName})
+	defer runInformer(t, inf)()
+	reporter := inf.(InformerHealthReporter)
+	if err := reporter.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	trigger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "trigger"}}
+	if _, err := cms.Create(t.Context(), trigger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for reporter.Stats().Reflector.ItemsReused < 9 { // a relist kept the trigger too
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+	}
+	failing.Store(false)
+	time.Sleep(5 * time.Minute)
+	synctest.Wait()
+	if h := reporter.Health(); !h.Healthy {
+		t.Fatalf("five minutes after the index function recovered: %v", h)
+	}
+	if got, err := inf.GetIndexer().ByIndex("byName", "trigger"); err != nil || len(got) != 1 {
+		t.Fatalf("the trigger by its index: %v, %v", got, err)
+	}
+}
