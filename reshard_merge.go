@@ -146,15 +146,25 @@ func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}
 	return res.items, res.resourceVersion, true
 }
 
-// keptObjects returns the stored objects that the new shard keeps.
+// keptObjects returns the stored objects that the new shard keeps. A
+// compact store's record is placed by the hash of its UID, kept in it,
+// where the shard is by UID; otherwise (by namespace, or a record with
+// no UID) it is decoded to be placed.
 func (c *cycle) keptObjects() []interface{} {
 	var kept []interface{}
+	s := c.shard.shard
 	for _, it := range c.r.heldList() {
+		if r, ok := it.(*compactRecord); ok && s.Key() != ShardByNamespace && r.uid != 0 {
+			if s.ContainsHash(r.uid) {
+				kept = append(kept, it)
+			}
+			continue
+		}
 		obj, ok := heldObject(it)
 		if !ok {
 			continue
 		}
-		if in, err := c.shard.shard.Contains(obj); err == nil && in {
+		if in, err := s.Contains(obj); err == nil && in {
 			kept = append(kept, it)
 		}
 	}

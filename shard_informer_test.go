@@ -59,7 +59,9 @@ func (l *changeLog) take() []string {
 // is listed, the object that left is deleted with no call, the one that
 // stays gets no event, and the watch resumes from where it was.
 // With a compact store, the object that stays keeps its record: the
-// merge holds bytes, not a decoded copy.
+// merge holds bytes, not a decoded copy; and it finds what stays by the
+// hash of the UID each record keeps, decoding none of them (the read
+// cache is off, so any read of a record would decode it).
 func TestInformerReshard(t *testing.T) {
 	for _, compact := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) { informerReshard(t, compact) })
@@ -80,7 +82,7 @@ func informerReshard(t *testing.T, compact bool) {
 		}, []watchReply{{hang: true}, {hang: true}})
 		o := ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false)}
 		if compact {
-			o.Compact = &CompactOptions{}
+			o.Compact = &CompactOptions{ReadCacheBytes: -1}
 		}
 		inf := NewSharedIndexInformerWith(o)(lw, &corev1.ConfigMap{}, 0, Indexers{})
 		log := &changeLog{}
@@ -94,6 +96,7 @@ func informerReshard(t *testing.T, compact bool) {
 			t.Fatalf("first sync: %q, want %q", got, want)
 		}
 		held := heldRecord(inf, "ns/stays")
+		decodes := storeDecodes(inf)
 		if err := inf.(Resharder).SetShard(next); err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +135,20 @@ func informerReshard(t *testing.T, compact bool) {
 		if now := heldRecord(inf, "ns/stays"); now != held || compact != (held != nil) {
 			t.Fatalf("compact=%v: the object that stayed is held as %p, was %p", compact, now, held)
 		}
+		// The handlers' "add enters" and "delete leaves" decode one each.
+		if n := storeDecodes(inf) - decodes; n > 2 {
+			t.Fatalf("the reshard decoded %d records, want at most the handlers' 2", n)
+		}
 	})
+}
+
+// storeDecodes is how many records inf's compact store has decoded, 0
+// without one.
+func storeDecodes(inf SharedIndexInformer) uint64 {
+	if st := inf.(InformerHealthReporter).Stats().Store; st != nil {
+		return st.Decodes
+	}
+	return 0
 }
 
 // heldRecord is the record inf's compact store holds under key, nil
