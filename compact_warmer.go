@@ -151,13 +151,19 @@ func (w *warmer) run() {
 }
 
 // warmOne decodes h ahead, once there is room in the budget, unless
-// no listener needs it; false if the warmer was stopped meanwhile.
+// no listener needs it (any longer) or it could never fit in the
+// warmer's half of the budget (a budget of nothing, with no read cache;
+// an object larger than half of it): its listeners then decode it
+// themselves. False if the warmer was stopped meanwhile.
 func (w *warmer) warmOne(h *handoff) bool {
 	if !h.wanted() {
 		return true
 	}
 	size := h.rec.decodedSize()
 	for !w.budget.chargeAhead(size) {
+		if size > w.budget.limit.Load()/2 || !h.wanted() {
+			return true
+		}
 		select {
 		case <-w.budget.room:
 		case <-w.done:
