@@ -168,6 +168,17 @@ func (g *guardedIndexer) heldForHandlers(key string) (any, bool) {
 	return obj, ok && err == nil
 }
 
+// heldForRelist is heldForHandlers for a relist that would keep what g
+// holds: a compact store's record only if it may be kept (see
+// compactStore.keepable).
+func (g *guardedIndexer) heldForRelist(key string) (any, bool) {
+	if g.compact != nil {
+		r, ok := g.compact.keepable(key)
+		return r, ok
+	}
+	return g.heldForHandlers(key)
+}
+
 // replaceForHandlers is the compact store's replaceForHandlers (ok
 // false, nothing done, without a compact store).
 func (g *guardedIndexer) replaceForHandlers(list []any, rv string) (olds []any, gone []clientgocache.DeletedFinalStateUnknown, ok bool, err error) {
@@ -208,6 +219,7 @@ func (g *guardedIndexer) compactStats() *CompactStats {
 // so that a compact store's objects reach the handlers undecoded.
 type handlerView interface {
 	heldForHandlers(key string) (any, bool)
+	heldForRelist(key string) (any, bool)
 	allForHandlers() []any
 	// replaceForHandlers, where ok, has replaced the store's contents
 	// with list and returns what a ReplacedAll tells the handlers (see

@@ -113,6 +113,19 @@ func (s *compactStore) GetByKey(key string) (any, bool, error) {
 	return obj, true, nil
 }
 
+// keepable returns the record under key for a relist to keep in place
+// of the listed copy: not one an index function failed on, whose index
+// values are not all there (see heldRecords.byKey).
+func (s *compactStore) keepable(key string) (*compactRecord, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.items[key]
+	if !ok || r.indexErr() != nil {
+		return nil, false
+	}
+	return r, true
+}
+
 // record returns the record under key.
 func (s *compactStore) record(key string) (*compactRecord, bool) {
 	s.mu.RLock()
@@ -237,8 +250,9 @@ func (s *compactStore) indexMore(r *compactRecord, names []string, funcs []Index
 	r.idx = append(r.idx, make([][]string, len(s.funcs)-len(r.idx))...)
 	obj, err := r.object()
 	if err != nil {
-		r.idx = append(r.idx, make([][]string, len(funcs))...)
-		return fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err)
+		err = fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err)
+		r.setIndex(append(r.idx, make([][]string, len(funcs))...), errors.Join(r.indexErr(), err))
+		return err
 	}
 	more, err := indexValues(r.key, obj, names, funcs)
 	r.idx = append(r.idx, more...)
@@ -246,6 +260,11 @@ func (s *compactStore) indexMore(r *compactRecord, names []string, funcs []Index
 		for _, v := range more[i] {
 			s.indexAdd(name, v, r.key)
 		}
+	}
+	if err != nil {
+		// Recorded, as a failure when packed is: a relist does not keep
+		// the record, but indexes its listed copy again.
+		r.setIndex(r.idx, errors.Join(r.indexErr(), err))
 	}
 	return err
 }

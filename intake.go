@@ -347,14 +347,8 @@ func (h heldRecords) held(obj interface{}) (interface{}, bool) {
 }
 
 // byKey is what the indexer holds under key, for a relist to keep: not a
-// compact record an index function failed on. Its index values were
-// computed once, when it was packed, and a kept record is not indexed
-// again; the listed copy is, so a failure that has passed (the cause of
-// the relist, often) is not kept with it.
-func (h heldRecords) byKey(key string) (any, bool) {
-	old, ok := h.v.heldForHandlers(key)
-	if r, isRecord := old.(*compactRecord); ok && isRecord && r.indexErr() != nil {
-		return nil, false
-	}
-	return old, ok
-}
+// compact record an index function failed on (when it was packed, or
+// when AddIndexers indexed it). Its index values were computed then, and
+// a kept record is not indexed again; the listed copy is, so a failure
+// that has passed (the cause of the relist, often) is not kept with it.
+func (h heldRecords) byKey(key string) (any, bool) { return h.v.heldForRelist(key) }

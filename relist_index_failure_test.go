@@ -83,3 +83,48 @@ func testIndexFailureRelist(t *testing.T, compact, watchList bool) {
 		t.Fatalf("the trigger by its index: %v, %v", got, err)
 	}
 }
+
+// An index added by AddIndexers that fails on a held object is recorded
+// on its record as a failure when packed is: the relist the failure
+// causes does not keep the record, and once the function succeeds the
+// object is in the index.
+func TestRelistIndexesAgainWhatAnAddedIndexFailedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cachetest.NewServer(cachetest.Options{})
+		defer srv.Close()
+		cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+		for _, n := range []string{"cm-0", "cm-1", "trigger"} {
+			if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inf := NewSharedIndexInformerWith(ReflectorOptions{Compact: &CompactOptions{}})(cms, &corev1.ConfigMap{}, 0, Indexers{})
+		defer runInformer(t, inf)()
+		reporter := inf.(InformerHealthReporter)
+		if err := reporter.WaitForSync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var failing atomic.Bool
+		failing.Store(true)
+		byName := func(obj any) ([]string, error) {
+			cm := obj.(*corev1.ConfigMap)
+			if cm.Name == "trigger" && failing.Load() {
+				return nil, errors.New("not indexable yet")
+			}
+			return []string{cm.Name}, nil
+		}
+		if err := inf.AddIndexers(Indexers{"byName": byName}); err != nil {
+			t.Fatal(err) // the failure is reported as the store's, by health
+		}
+		for reporter.Stats().Reflector.ItemsReused < 2 { // a relist kept the others
+			synctest.Wait()
+			time.Sleep(100 * time.Millisecond)
+		}
+		failing.Store(false)
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got, err := inf.GetIndexer().ByIndex("byName", "trigger"); err != nil || len(got) != 1 {
+			t.Fatalf("the trigger by its index: %v, %v (%v)", got, err, reporter.Health())
+		}
+	})
+}
