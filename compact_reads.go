@@ -140,7 +140,7 @@ func (s *compactStore) Index(indexName string, obj any) ([]any, error) {
 	f, known := s.indexFunc(indexName)
 	s.mu.RUnlock()
 	if !known {
-		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+		return nil, fmt.Errorf("Index with name %s does not exist", indexName)
 	}
 	values, err := f(obj)
 	if err != nil {
@@ -175,21 +175,23 @@ func (s *compactStore) recordsOf(keys []string) []*compactRecord {
 	return out
 }
 
-// IndexKeys returns the keys under value in index.
+// IndexKeys returns the keys under value in index, sorted (as
+// client-go's indexer returns them).
 func (s *compactStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if _, ok := s.indices[indexName]; !ok {
-		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+		return nil, fmt.Errorf("Index with name %s does not exist", indexName)
 	}
-	return s.indices[indexName][indexedValue].UnsortedList(), nil
+	return sets.List(s.indices[indexName][indexedValue]), nil
 }
 
-// ListIndexFuncValues returns every value of index.
+// ListIndexFuncValues returns every value of index, in no order; none
+// (an empty slice, as client-go's) for an index that does not exist.
 func (s *compactStore) ListIndexFuncValues(indexName string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Collect(maps.Keys(s.indices[indexName]))
+	return append(make([]string, 0, len(s.indices[indexName])), slices.Collect(maps.Keys(s.indices[indexName]))...)
 }
 
 // ByIndex returns the objects under value in index.
@@ -197,7 +199,7 @@ func (s *compactStore) ByIndex(indexName, indexedValue string) ([]any, error) {
 	s.mu.RLock()
 	if _, ok := s.indices[indexName]; !ok {
 		s.mu.RUnlock()
-		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+		return nil, fmt.Errorf("Index with name %s does not exist", indexName)
 	}
 	recs := s.recordsOf(s.indices[indexName][indexedValue].UnsortedList())
 	s.mu.RUnlock()

@@ -222,3 +222,34 @@ func TestNoSharingIntoACompactStore(t *testing.T) {
 		t.Fatal("ShareStrings without a compact store shares nothing")
 	}
 }
+
+// What a compact store's index reads return is what client-go's indexer
+// returns, exactly: IndexKeys sorted, ListIndexFuncValues of an unknown
+// index empty but not nil, the same error for an unknown index.
+func TestCompactIndexReadsAsClientGos(t *testing.T) {
+	ix := Indexers{clientgocache.NamespaceIndex: clientgocache.MetaNamespaceIndexFunc}
+	want, got := clientgocache.NewIndexer(MetaNamespaceKeyFunc, ix), NewCompactIndexer(MetaNamespaceKeyFunc, ix, CompactOptions{})
+	for i := range 32 {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%02d", (i*7)%32), ResourceVersion: "1"}}
+		if err := want.Add(c); err != nil {
+			t.Fatal(err)
+		}
+		if err := got.Add(c.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, _ := want.IndexKeys(clientgocache.NamespaceIndex, "ns")
+	g, _ := got.IndexKeys(clientgocache.NamespaceIndex, "ns")
+	if !slices.Equal(w, g) {
+		t.Errorf("IndexKeys %v, client-go's %v", g, w)
+	}
+	if w, g := want.ListIndexFuncValues("none"), got.ListIndexFuncValues("none"); !reflect.DeepEqual(w, g) {
+		t.Errorf("ListIndexFuncValues of no index %#v, client-go's %#v", g, w)
+	}
+	_, werr := want.ByIndex("none", "x")
+	_, gerr := got.ByIndex("none", "x")
+	_, kerr := got.IndexKeys("none", "x")
+	if werr == nil || gerr == nil || kerr == nil || gerr.Error() != werr.Error() || kerr.Error() != werr.Error() {
+		t.Errorf("unknown index: %v, %v; client-go's %v", gerr, kerr, werr)
+	}
+}
