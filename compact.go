@@ -27,8 +27,13 @@ import (
 //     map comes back with a nil one; apimachinery's semantic equality and
 //     the API treat the two as the same. Objects decoded from protobuf,
 //     and unstructured objects, come back reflect.DeepEqual.
+//   - A typed object's metav1.Time fields come back whole seconds (as
+//     protobuf, and JSON, carry them): an object the server sent is
+//     already so, but one made in the process (metav1.Now() in a test's
+//     fake client) loses its fraction of a second once a read decodes it.
 //   - List and a ByIndex of many objects decode each one not in the read
-//     cache: reading the whole of a large store costs a decode per object.
+//     cache (on up to GOMAXPROCS goroutines): reading the whole of a large
+//     store costs a decode per object.
 //   - An informer's handlers get an object a relist found unchanged as
 //     one object for OnUpdate's old and new (as a resync gives it), where
 //     client-go gives the held object and the listed copy.

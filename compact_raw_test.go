@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,5 +97,22 @@ func TestCompactReadOfManyLeavesOutWhatDoesNotDecode(t *testing.T) {
 	}
 	if _, _, err := s.GetByKey(key); err == nil {
 		t.Error("GetByKey of the damaged record did not fail")
+	}
+}
+
+// A typed object's metav1.Time comes back whole seconds once decoded,
+// as the CompactOptions doc says: protobuf carries no fraction of them.
+func TestCompactTimesComeBackWholeSeconds(t *testing.T) {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 6e8, time.Local)
+	s := NewCompactIndexer(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{ReadCacheBytes: -1})
+	if err := s.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", CreationTimestamp: metav1.NewTime(at)}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.GetByKey("ns/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := got.(*corev1.ConfigMap).CreationTimestamp.Time; !ts.Equal(at.Truncate(time.Second)) {
+		t.Fatalf("read back %v, stored %v", ts, at)
 	}
 }
