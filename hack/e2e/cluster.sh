@@ -128,6 +128,20 @@ running() {
   echo "$pid"
 }
 
+# exiting PID says whether PID, a server signalled to stop, has not
+# finished exiting: it has closed its sockets (its listening port is
+# free) only once it is gone or a zombie. running is not enough here: an
+# exiting process's cmdline reads empty once its memory is released,
+# which is before its files and sockets are closed, and a server started
+# in that window fails to bind its port.
+exiting() {
+  local stat
+  kill -0 "$1" 2>/dev/null || return 1
+  [ -d /proc/self ] || return 0
+  stat=$(cat "/proc/$1/stat" 2> /dev/null) || return 1
+  ! [[ $stat =~ \)\ Z ]]
+}
+
 # wait_ready NAME DIR PID waits until NAME answers as ready.
 wait_ready() {
   local dir=$2 bin
@@ -171,13 +185,13 @@ cmd_stop() {
   fi
   kill "-$signal" "$pid" 2>/dev/null || true
   for ((i = 0; i < stop_timeout * 10; i++)); do
-    running "$name" "$dir" > /dev/null || break
+    exiting "$pid" || break
     sleep 0.1
   done
-  if running "$name" "$dir" > /dev/null; then
+  if exiting "$pid"; then
     echo "cluster.sh: $name (pid $pid) ignored SIGTERM for ${stop_timeout}s; SIGKILL" >&2
     kill -KILL "$pid" 2>/dev/null || true
-    while running "$name" "$dir" > /dev/null; do sleep 0.1; done
+    while exiting "$pid"; do sleep 0.1; done
   fi
   rm -f "$dir/$name.pid"
   echo "cluster.sh: $name stopped (pid $pid)" >&2
