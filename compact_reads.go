@@ -114,8 +114,11 @@ func (s *compactStore) GetByKey(key string) (any, bool, error) {
 }
 
 // keepable returns the record under key for a relist to keep in place
-// of the listed copy: not one an index function failed on, whose index
-// values are not all there (see heldRecords.byKey).
+// of the listed copy: not one an index function failed on (when it was
+// packed, or when AddIndexers indexed it). A record's index values were
+// computed then, and a kept record is not indexed again; the listed copy
+// is, so a failure that has passed (the cause of the relist, often) is
+// not kept with it.
 func (s *compactStore) keepable(key string) (*compactRecord, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -191,7 +194,8 @@ func (s *compactStore) IndexKeys(indexName, indexedValue string) ([]string, erro
 func (s *compactStore) ListIndexFuncValues(indexName string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return append(make([]string, 0, len(s.indices[indexName])), slices.Collect(maps.Keys(s.indices[indexName]))...)
+	index := s.indices[indexName]
+	return slices.AppendSeq(make([]string, 0, len(index)), maps.Keys(index))
 }
 
 // ByIndex returns the objects under value in index.

@@ -192,7 +192,7 @@ func (in *intake) heldByName() listhint.HeldFunc {
 		if namespace != "" {
 			key = namespace + "/" + name
 		}
-		old, ok := h.byKey(key)
+		old, ok := h.v.heldForRelist(key)
 		if !ok || rv == "" || resourceVersionOf(old) != rv {
 			return nil, false
 		}
@@ -343,12 +343,5 @@ func (h heldRecords) held(obj interface{}) (interface{}, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return h.byKey(key)
+	return h.v.heldForRelist(key)
 }
-
-// byKey is what the indexer holds under key, for a relist to keep: not a
-// compact record an index function failed on (when it was packed, or
-// when AddIndexers indexed it). Its index values were computed then, and
-// a kept record is not indexed again; the listed copy is, so a failure
-// that has passed (the cause of the relist, often) is not kept with it.
-func (h heldRecords) byKey(key string) (any, bool) { return h.v.heldForRelist(key) }
