@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
 	clientgocache "k8s.io/client-go/tools/cache"
 
@@ -78,9 +79,21 @@ func (c *callLog) snapshot() []string {
 // sync, watch events, and a relist after the watch's resourceVersion
 // expired: their handlers get the same calls with equal objects, their
 // stores and indexes hold equal objects, and the compact one holds bytes.
+// With client-go's AtomicFIFO gate on and off (the per-object queue finds
+// a relist's deletes in the store, as records).
 func TestCompactInformerActsAsTheDecodedOne(t *testing.T) {
-	for _, watchList := range []bool{false, true} {
-		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) { compactBesideDecoded(t, watchList) })
+	base := clientgofeatures.FeatureGates()
+	defer clientgofeatures.ReplaceFeatureGates(base)
+	for _, atomicFIFO := range []bool{true, false} {
+		for _, watchList := range []bool{false, true} {
+			t.Run(fmt.Sprintf("atomic=%v,watchList=%v", atomicFIFO, watchList), func(t *testing.T) {
+				clientgofeatures.ReplaceFeatureGates(base)
+				if !atomicFIFO {
+					clientgofeatures.ReplaceFeatureGates(gatesWithout{base: base, off: clientgofeatures.AtomicFIFO})
+				}
+				compactBesideDecoded(t, watchList)
+			})
+		}
 	}
 }
 

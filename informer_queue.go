@@ -119,6 +119,27 @@ func isHeldIn(store getter, obj interface{}) bool {
 	return err == nil && ok && repr.Same(old, obj)
 }
 
+// knownRecords is what a per-object RealFIFO reads the informer's store
+// through (to resync it, and to find what a relist deleted): a compact
+// store's records as they are, not decoded objects, so that a resync
+// hands each record to the handlers (who decode it once, together) and
+// puts back the very record, where a decoded object would be encoded
+// again. Tombstones that carry a record are resolved at delivery, as
+// the atomic queue's are.
+type knownRecords struct{ clientgocache.Store }
+
+// GetByKey returns what the store holds under key: a compact store's
+// record, any other store's object.
+func (k knownRecords) GetByKey(key string) (interface{}, bool, error) {
+	if g, ok := k.Store.(*guardedIndexer); ok && g.compact != nil {
+		if r, held := g.compact.record(key); held {
+			return r, true, nil
+		}
+		return nil, false, nil
+	}
+	return k.Store.GetByKey(key)
+}
+
 // newInformerQueue returns the queue client-go's informers use with
 // client-go's feature gates as they are set: a RealFIFO, atomic (one
 // ReplacedAll per relist, one SyncAll per resync, Bookmark deltas, popped
@@ -150,7 +171,7 @@ func newInformerQueue(logger klog.Logger, objType any, store clientgocache.Store
 		opts.UnlockWhileProcessing = gates.Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
 		opts.EmitDeltaTypeBookmark = true
 	} else {
-		opts.KnownObjects = store
+		opts.KnownObjects = knownRecords{store}
 	}
 	q.RealFIFO = clientgocache.NewRealFIFOWithOptions(opts)
 	return q
