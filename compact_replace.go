@@ -141,7 +141,10 @@ func (s *compactStore) sweep(m uint32) (gone []*compactRecord) {
 // shrink makes the map and the indexes afresh when the store holds less
 // than a quarter of the most it held since they were made: a Go map keeps
 // its size when entries are deleted, and a Replace changes the store in
-// place. s.mu is held.
+// place. It runs after a Replace and after each Delete that removed a
+// record (the most held is then at most one more than it counts), so that
+// the cost of making the maps again is spread over the deletes that
+// called for it. s.mu is held.
 func (s *compactStore) shrink() {
 	s.widest = max(s.widest, len(s.items))
 	if s.widest < shrinkFloor || 4*len(s.items) >= s.widest {

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -245,6 +246,37 @@ func TestCompactReplaceShrinksItsMaps(t *testing.T) {
 	}
 	if got.widest != len(few) {
 		t.Fatalf("the maps were not made afresh: widest %d, holding %d", got.widest, len(few))
+	}
+	compareStores(t, want, got)
+}
+
+// A store that watch events shrink (deletes, one at a time) makes its
+// maps afresh too, once it holds a quarter of the most it held, and reads
+// as client-go's indexer does.
+func TestCompactDeletesShrinkTheMaps(t *testing.T) {
+	want := clientgocache.NewIndexer(MetaNamespaceKeyFunc, compactIndexers())
+	got := newCompactStore(MetaNamespaceKeyFunc, compactIndexers(), CompactOptions{})
+	var all []any
+	for i := range 2 * shrinkFloor {
+		all = append(all, podgen.Pod(i, i+1))
+	}
+	for _, s := range []Indexer{want, got} {
+		for _, p := range all {
+			if err := s.Add(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := reflect.ValueOf(got.items).UnsafePointer()
+	for _, p := range all[len(all)/5:] {
+		for _, s := range []Indexer{want, got} {
+			if err := s.Delete(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if reflect.ValueOf(got.items).UnsafePointer() == before || got.widest > len(all)/4 {
+		t.Fatalf("the maps were not made afresh: widest %d, holding %d of %d", got.widest, len(got.items), len(all))
 	}
 	compareStores(t, want, got)
 }

@@ -236,7 +236,9 @@ func (s *compactStore) write(obj any) error {
 	return r.indexErr()
 }
 
-// Delete removes the record under obj's key (obj may be a record).
+// Delete removes the record under obj's key (obj may be a record). The
+// delete that leaves a quarter of the most the store held makes its maps
+// afresh (see shrink).
 func (s *compactStore) Delete(obj any) error {
 	key, err := s.keyOf(obj)
 	if err != nil {
@@ -247,6 +249,7 @@ func (s *compactStore) Delete(obj any) error {
 	if old != nil {
 		s.remove(old)
 		delete(s.items, key)
+		s.shrink()
 	}
 	r, isRecord := obj.(*compactRecord)
 	if isRecord {
