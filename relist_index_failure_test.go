@@ -128,3 +128,65 @@ func TestRelistIndexesAgainWhatAnAddedIndexFailedOn(t *testing.T) {
 		}
 	})
 }
+
+// A merged reshard keeps the records of the objects that stay, as they
+// are, the one an index function failed on too: the informer must still
+// heal once the function succeeds (the store reports the failure again,
+// and the relist that follows packs the object afresh), and the object
+// must be in the index.
+func TestMergedReshardHealsWhatAnIndexFunctionFailedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := cachetest.NewServer(cachetest.Options{})
+		defer srv.Close()
+		cms := srv.Resource(cachetest.Type{Resource: "configmaps", Object: &corev1.ConfigMap{}, List: &corev1.ConfigMapList{}})
+		old := mustShard(t, 0, 2)
+		next, _ := old.Union(mustShard(t, 2, 4))
+		for i := range 8 {
+			if _, err := cms.Create(t.Context(), shardedCM(t, old, fmt.Sprintf("cm-%d", i), "", i%2 == 0), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var failing atomic.Bool
+		byName := func(obj any) ([]string, error) {
+			cm := obj.(*corev1.ConfigMap)
+			if cm.Name == "trigger" && failing.Load() {
+				return nil, errors.New("not indexable yet")
+			}
+			return []string{cm.Name}, nil
+		}
+		o := ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false), Compact: &CompactOptions{}}
+		inf := NewSharedIndexInformerWith(o)(cms, &corev1.ConfigMap{}, 0, Indexers{"byName": byName})
+		defer runInformer(t, inf)()
+		reporter := inf.(InformerHealthReporter)
+		if err := reporter.WaitForSync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		failing.Store(true)
+		if _, err := cms.Create(t.Context(), shardedCM(t, old, "trigger", "", true), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for reporter.Health().Healthy {
+			synctest.Wait()
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := inf.(Resharder).SetShard(next); err != nil {
+			t.Fatal(err)
+		}
+		for reporter.Stats().Reflector.ReshardsMerged == 0 {
+			synctest.Wait()
+			time.Sleep(100 * time.Millisecond)
+		}
+		if r := heldRecord(inf, "ns/trigger"); r == nil || r.indexErr() == nil {
+			t.Fatalf("after the merge the trigger is held as %v, not a record the function failed on", r)
+		}
+		failing.Store(false)
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if h := reporter.Health(); !h.Healthy {
+			t.Fatalf("five minutes after the index function recovered: %v", h)
+		}
+		if got, err := inf.GetIndexer().ByIndex("byName", "trigger"); err != nil || len(got) != 1 {
+			t.Fatalf("the trigger by its index: %v, %v", got, err)
+		}
+	})
+}
