@@ -253,25 +253,31 @@ func (s *compactStore) AddIndexers(indexers Indexers) error {
 func (s *compactStore) indexMore(r *compactRecord, names []string, funcs []IndexFunc) error {
 	s.held -= r.size()
 	defer func() { s.held += r.size() }()
-	r.idx = append(r.idx, make([][]string, len(s.funcs)-len(r.idx))...)
+	all := r.allValues()
+	all = append(all, make([][]string, len(s.funcs)-len(all))...)
+	failed := r.indexErr()
 	obj, err := r.object()
 	if err != nil {
 		err = fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err)
-		r.setIndex(append(r.idx, make([][]string, len(funcs))...), errors.Join(r.indexErr(), err))
+		r.setIndex(indexOf(append(all, make([][]string, len(funcs))...)), errors.Join(failed, err))
 		return err
 	}
 	more, err := indexValues(r.key, obj, names, funcs)
-	r.idx = append(r.idx, more...)
+	added := more.many
+	if added == nil {
+		added = more.split(len(funcs))
+	}
 	for i, name := range names {
-		for _, v := range more[i] {
+		for _, v := range added[i] {
 			s.indexAdd(name, v, r.key)
 		}
 	}
 	if err != nil {
 		// Recorded, as a failure when packed is: a relist does not keep
 		// the record, but indexes its listed copy again.
-		r.setIndex(r.idx, errors.Join(r.indexErr(), err))
+		failed = errors.Join(failed, err)
 	}
+	r.setIndex(indexOf(append(all, added...)), failed)
 	return err
 }
 

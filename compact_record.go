@@ -18,10 +18,10 @@ type compactRecord struct {
 	key string
 	// rv is the object's resourceVersion, "" if it has none.
 	rv string
-	// idx holds the object's values for each index, in the order of the
-	// packing store's index names at packing time (an index whose
-	// function failed on the object has none; see indexErr).
-	idx [][]string
+	// idx holds the object's value for each index, in the order of the
+	// packing store's index names at packing time, when every index has
+	// exactly one (see recordIndex; odd holds any other form).
+	idx []string
 	// data is the packed encoding, when pk is set (otherwise the object
 	// is kept as it is: see rawObject).
 	pk   *packer
@@ -58,6 +58,9 @@ type recordOdd struct {
 	idxErr error
 	// raw is the object itself, for a type with no codec.
 	raw any
+	// idx, when not nil, holds the object's values for each index, where
+	// some index has none or several (see recordIndex).
+	idx [][]string
 }
 
 // indexErr is why an index function failed on the object, nil if none.
@@ -66,18 +69,6 @@ func (r *compactRecord) indexErr() error {
 		return nil
 	}
 	return r.odd.idxErr
-}
-
-// setIndex sets the record's index values and failure.
-func (r *compactRecord) setIndex(idx [][]string, err error) {
-	r.idx = idx
-	if err == nil && r.odd == nil {
-		return
-	}
-	if r.odd == nil {
-		r.odd = &recordOdd{}
-	}
-	r.odd.idxErr = err
 }
 
 // rawObject is the object of a record with no encoding.
@@ -188,9 +179,11 @@ func (r *compactRecord) decode() (any, error) {
 
 // size is what the record costs the heap, about: its bytes and headers.
 func (r *compactRecord) size() int64 {
-	n := int64(len(r.key) + len(r.rv) + len(r.data) + 128)
-	for _, vs := range r.idx {
-		n += 24 + 16*int64(len(vs))
+	n := int64(len(r.key) + len(r.rv) + len(r.data) + 128 + 16*len(r.idx))
+	if r.odd != nil {
+		for _, vs := range r.odd.idx {
+			n += 24 + 16*int64(len(vs))
+		}
 	}
 	return n
 }

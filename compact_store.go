@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unique"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -178,45 +177,6 @@ func (s *compactStore) settle(r *compactRecord) {
 	}
 }
 
-// indexValues runs every index function on obj; one that fails leaves
-// obj out of its index, and the error says so.
-func indexValues(key string, obj any, names []string, funcs []IndexFunc) ([][]string, error) {
-	if len(funcs) == 0 {
-		return nil, nil
-	}
-	idx := make([][]string, len(funcs))
-	var first error
-	failures := 0
-	for i, f := range funcs {
-		vs, err := f(obj)
-		if err != nil {
-			if failures++; first == nil {
-				first = fmt.Errorf("%w: index %q failed on %s: %w", ErrIndexerFailed, names[i], key, err)
-			}
-			continue
-		}
-		idx[i] = interned(vs)
-	}
-	if failures > 1 {
-		first = fmt.Errorf("%w (and %d more failures)", first, failures-1)
-	}
-	return idx, first
-}
-
-// interned is a copy of vs with each value interned: index values (a
-// namespace, a label) repeat across records, and the copy keeps nothing
-// of the object or of the index function's slice.
-func interned(vs []string) []string {
-	if len(vs) == 0 {
-		return nil
-	}
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = unique.Make(v).Value()
-	}
-	return out
-}
-
 // Add and Update store obj's record.
 func (s *compactStore) Add(obj any) error    { return s.write(obj) }
 func (s *compactStore) Update(obj any) error { return s.write(obj) }
@@ -314,7 +274,7 @@ func (s *compactStore) put(r *compactRecord) *compactRecord {
 	if old != nil {
 		s.remove(old)
 	}
-	if len(r.idx) != len(s.funcs) && len(s.funcs) > 0 {
+	if r.indexed() != len(s.funcs) && len(s.funcs) > 0 {
 		s.reindexRecord(r)
 	}
 	s.items[r.key] = r
@@ -331,7 +291,7 @@ func (s *compactStore) put(r *compactRecord) *compactRecord {
 // indexRecord adds r's key under each of its index values. s.mu is held.
 func (s *compactStore) indexRecord(r *compactRecord) {
 	for i, name := range s.names {
-		for _, v := range r.idx[i] {
+		for _, v := range r.valuesAt(i) {
 			s.indexAdd(name, v, r.key)
 		}
 	}
@@ -345,11 +305,8 @@ func (s *compactStore) remove(r *compactRecord) {
 	if r.pk != nil {
 		s.encoded--
 	}
-	for i, name := range s.names {
-		if i >= len(r.idx) {
-			break
-		}
-		for _, v := range r.idx[i] {
+	for i, name := range s.names[:min(len(s.names), r.indexed())] {
+		for _, v := range r.valuesAt(i) {
 			s.indexDel(name, v, r.key)
 		}
 	}
@@ -378,7 +335,7 @@ func (s *compactStore) indexDel(name, value, key string) {
 func (s *compactStore) reindexRecord(r *compactRecord) {
 	obj, err := r.object()
 	if err != nil {
-		r.setIndex(make([][]string, len(s.funcs)), fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err))
+		r.setIndex(recordIndex{many: make([][]string, len(s.funcs))}, fmt.Errorf("%w: %s: %w", ErrIndexerFailed, r.key, err))
 		return
 	}
 	r.setIndex(indexValues(r.key, obj, s.names, s.funcs))

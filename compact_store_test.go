@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -85,7 +86,7 @@ func compareStores(t *testing.T, want, got Indexer) {
 	if len(got.List()) != len(want.List()) {
 		t.Fatalf("List: %d objects, want %d", len(got.List()), len(want.List()))
 	}
-	for _, index := range []string{clientgocache.NamespaceIndex, "node"} {
+	for _, index := range slices.Sorted(maps.Keys(want.GetIndexers())) {
 		wv, gv := slices.Sorted(slices.Values(want.ListIndexFuncValues(index))), slices.Sorted(slices.Values(got.ListIndexFuncValues(index)))
 		if !slices.Equal(wv, gv) {
 			t.Fatalf("%s values: got %v, want %v", index, gv, wv)

@@ -1,0 +1,76 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	clientgocache "k8s.io/client-go/tools/cache"
+
+	"github.com/kreflector/cache/internal/podgen"
+)
+
+// byZone indexes a Pod under its node's zones: one for most nodes, none
+// for node-2, two for node-3.
+func byZone(obj any) ([]string, error) {
+	switch n := obj.(*corev1.Pod).Spec.NodeName; n {
+	case "node-2":
+		return nil, nil
+	case "node-3":
+		return []string{"zone-a", "zone-b"}, nil
+	default:
+		return []string{"zone-" + n}, nil
+	}
+}
+
+// A compact record holds one value per index as one slice, and any other
+// form (an index with none or several) apart: both read as client-go's
+// indexer does, through writes, deletes, replaces and an index added
+// while the store holds objects of both forms.
+func TestCompactIndexFormsReadAsClientGos(t *testing.T) {
+	indexers := Indexers{clientgocache.NamespaceIndex: clientgocache.MetaNamespaceIndexFunc, "node": byNode}
+	want := clientgocache.NewIndexer(MetaNamespaceKeyFunc, indexers)
+	got := newCompactStore(MetaNamespaceKeyFunc, indexers, CompactOptions{})
+	rng := rand.New(rand.NewPCG(5, 6))
+	for step := range 400 {
+		applyBoth(t, rng, step, want, got)
+		if step == 150 {
+			more := Indexers{"zone": byZone}
+			for _, s := range []Indexer{want, got} {
+				if err := s.AddIndexers(more); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if step%25 == 0 || step == 399 {
+			compareStores(t, want, got)
+		}
+	}
+	forms := map[string]int{}
+	for _, r := range got.records() {
+		switch {
+		case r.odd != nil && r.odd.idx != nil:
+			forms["apart"]++
+		case len(r.idx) == len(got.funcs):
+			forms["one slice"]++
+		}
+	}
+	if forms["apart"] == 0 || forms["one slice"] == 0 || forms["apart"]+forms["one slice"] != len(got.items) {
+		t.Fatalf("records by form %v of %d: want both forms, and nothing else", forms, len(got.items))
+	}
+}
+
+// A record whose every index has one value holds them in one slice.
+func TestCompactRecordHoldsSingleValuesInOneSlice(t *testing.T) {
+	s := newCompactStore(MetaNamespaceKeyFunc, Indexers{clientgocache.NamespaceIndex: clientgocache.MetaNamespaceIndexFunc, "node": byNode}, CompactOptions{})
+	p := podgen.Pod(3, 4)
+	p.Spec.NodeName = "node-7"
+	if err := s.Add(p); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.record(podKey(p))
+	if r.odd != nil || fmt.Sprint(r.idx) != fmt.Sprintf("[%s node-7]", p.Namespace) {
+		t.Fatalf("record's index values %q, odd %+v", r.idx, r.odd)
+	}
+}
