@@ -2,10 +2,13 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgocache "k8s.io/client-go/tools/cache"
 
 	"github.com/kreflector/cache/internal/podgen"
@@ -72,5 +75,32 @@ func TestCompactRecordHoldsSingleValuesInOneSlice(t *testing.T) {
 	r, _ := s.record(podKey(p))
 	if r.odd != nil || fmt.Sprint(r.idx) != fmt.Sprintf("[%s node-7]", p.Namespace) {
 		t.Fatalf("record's index values %q, odd %+v", r.idx, r.odd)
+	}
+}
+
+// An object of a type with no codec is kept as it is, beside index values
+// of either form: its index functions run once per write.
+func TestCompactRawObjectKeepsItsIndexValues(t *testing.T) {
+	type own struct{ metav1.ObjectMeta }
+	calls := 0
+	byLabels := func(obj any) ([]string, error) {
+		calls++
+		return slices.Sorted(maps.Values(obj.(*own).Labels)), nil
+	}
+	s := newCompactStore(MetaNamespaceKeyFunc, Indexers{"labels": byLabels}, CompactOptions{})
+	o := &own{ObjectMeta: metav1.ObjectMeta{Name: "o", Namespace: "n", Labels: map[string]string{"a": "x", "b": "y"}}}
+	if err := s.Add(o); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("the index function ran %d times for one write", calls)
+	}
+	if got, _, _ := s.GetByKey("n/o"); got != any(o) {
+		t.Fatal("an object without a codec is not kept as it is")
+	}
+	for _, v := range []string{"x", "y"} {
+		if keys, _ := s.IndexKeys("labels", v); !slices.Equal(keys, []string{"n/o"}) {
+			t.Fatalf("labels=%s: %v", v, keys)
+		}
 	}
 }

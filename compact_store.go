@@ -126,7 +126,10 @@ func (s *compactStore) prepare(obj any) (*compactRecord, error) {
 	r.setIndex(indexValues(key, obj, names, funcs))
 	r.pk = s.packerFor(obj)
 	if r.pk == nil {
-		r.odd = &recordOdd{idxErr: r.indexErr(), raw: obj}
+		if r.odd == nil {
+			r.odd = &recordOdd{}
+		}
+		r.odd.raw = obj
 	}
 	return r, nil
 }
