@@ -227,6 +227,12 @@ func TestReadCacheClockOrder(t *testing.T) {
 	}
 }
 
+// carries says whether r carries its just-packed object to the store.
+func carries(r *compactRecord) bool {
+	h := r.fresh.Load()
+	return h != nil && h.obj != nil
+}
+
 // An informer's store carries just-packed objects to the store within the
 // read cache's bound, counted from what was stored last; records that
 // never reach the store hold nothing up.
@@ -248,24 +254,24 @@ func TestFreshObjectsStayWithinTheBound(t *testing.T) {
 	}
 	// Pods 0, 1, 2 fit; 3, 4, 5 (never stored) do not.
 	for i, r := range recs {
-		if has := r.fresh.Load() != nil; has != (i < 2) {
+		if has := carries(r); has != (i < 2) {
 			t.Errorf("pod %d carries its object: %v", i+1, has)
 		}
 	}
 	if err := s.Add(recs[1]); err != nil {
 		t.Fatal(err)
 	}
-	if recs[1].fresh.Load() != nil || recs[1].hot.Load() == nil {
+	if carries(recs[1]) || recs[1].hot.Load() == nil {
 		t.Fatal("a stored record's object did not move to the read cache")
 	}
 	// Pods 3 and 4 are dropped (a LIST that failed); pod 5 is stored.
-	if next, _ := s.pack(podgen.Pod(9, 1)); next.fresh.Load() != nil {
+	if next, _ := s.pack(podgen.Pod(9, 1)); carries(next) {
 		t.Fatal("a record carries its object beyond the bound")
 	}
 	if err := s.Add(recs[4]); err != nil {
 		t.Fatal(err)
 	}
-	if next, _ := s.pack(podgen.Pod(9, 2)); next.fresh.Load() == nil {
+	if next, _ := s.pack(podgen.Pod(9, 2)); !carries(next) {
 		t.Fatal("records dropped before the store keep later ones from carrying their objects")
 	}
 }

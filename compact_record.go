@@ -16,8 +16,9 @@ import (
 // decoded object: see resolveCompact.
 type compactRecord struct {
 	key string
-	// rv is the object's resourceVersion, "" if it has none.
-	rv string
+	// rv is the object's resourceVersion as a number, 0 if it is not one
+	// (see setRV).
+	rv uint64
 	// idx holds the object's value for each index, in the order of the
 	// packing store's index names at packing time, when every index has
 	// exactly one (see recordIndex; odd holds any other form).
@@ -30,11 +31,10 @@ type compactRecord struct {
 	odd *recordOdd
 	// hot is the decoded object while the read cache keeps it.
 	hot atomic.Pointer[hotEntry]
-	// fresh is the object just packed, carried to an informer's store,
-	// and pos the record's place in the packing order (see
-	// compactStore.stage).
+	// fresh is, until an informer's store holds the record, its place in
+	// the packing order and the object just packed, if carried to the
+	// store (see compactStore.stage).
 	fresh atomic.Pointer[hotEntry]
-	pos   int64
 	// state is the record's bit retired (set once the record has left
 	// its store: see readCache.retire), and above it the number of the
 	// last Replace that listed it (see compactStore.replace).
@@ -61,6 +61,9 @@ type recordOdd struct {
 	// idx, when not nil, holds the object's values for each index, where
 	// some index has none or several (see recordIndex).
 	idx [][]string
+	// rv is the object's resourceVersion where it is not a number in
+	// canonical form (see setRV).
+	rv string
 }
 
 // indexErr is why an index function failed on the object, nil if none.
@@ -179,18 +182,15 @@ func (r *compactRecord) decode() (any, error) {
 
 // size is what the record costs the heap, about: its bytes and headers.
 func (r *compactRecord) size() int64 {
-	n := int64(len(r.key) + len(r.rv) + len(r.data) + 128 + 16*len(r.idx))
+	n := int64(len(r.key) + len(r.data) + 112 + 16*len(r.idx))
 	if r.odd != nil {
+		n += 64 + int64(len(r.odd.rv))
 		for _, vs := range r.odd.idx {
 			n += 24 + 16*int64(len(vs))
 		}
 	}
 	return n
 }
-
-// sameVersion says whether r holds the object at resourceVersion rv
-// (never for an empty one).
-func (r *compactRecord) sameVersion(rv string) bool { return rv != "" && r.rv == rv }
 
 // resolveCompact returns what a handler is given for obj: a record's
 // object, decoded if the read cache no longer has it; a tombstone whose

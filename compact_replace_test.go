@@ -114,8 +114,8 @@ func TestReplaceForHandlersSaysWhatWasHeld(t *testing.T) {
 	if keys := slices.Sorted(slices.Values(s.ListKeys())); !slices.Equal(keys, []string{"ns/b", "ns/d", "ns/e"}) {
 		t.Errorf("keys %v", keys)
 	}
-	if r, _ := s.record("ns/b"); r.rv != "3" {
-		t.Errorf("ns/b at %s, want the last listing's 3", r.rv)
+	if r, _ := s.record("ns/b"); r.resourceVersion() != "3" {
+		t.Errorf("ns/b at %s, want the last listing's 3", r.resourceVersion())
 	}
 	if r, _ := s.record("ns/d"); r != held["d"] {
 		t.Error("the reused record of ns/d was replaced")

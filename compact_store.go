@@ -119,7 +119,7 @@ func (s *compactStore) prepare(obj any) (*compactRecord, error) {
 		return nil, KeyError{Obj: obj, Err: err}
 	}
 	r := &compactRecord{key: key, uid: uidHash(obj)}
-	r.rv = resourceVersionOf(obj)
+	r.setRV(resourceVersionOf(obj))
 	s.mu.RLock()
 	names, funcs := s.names, s.funcs
 	s.mu.RUnlock()
@@ -160,22 +160,27 @@ func (s *compactStore) stage(r *compactRecord, obj any, size int64) {
 		s.cache.put(r, obj, size)
 		return
 	}
-	r.pos = s.packed.Add(size)
-	if carry := s.cache.limit.Load(); carry > 0 && r.pos-s.stored.Load() <= carry {
-		r.fresh.Store(&hotEntry{rec: r, obj: obj, size: size})
+	h := &hotEntry{pos: s.packed.Add(size)}
+	if carry := s.cache.limit.Load(); carry > 0 && h.pos-s.stored.Load() <= carry {
+		h.rec, h.obj, h.size = r, obj, size
 	}
+	r.fresh.Store(h)
 }
 
 // settle is what storing r does beyond the maps: the object it carries
 // goes to the read cache, and the count of what is carried moves on.
 func (s *compactStore) settle(r *compactRecord) {
+	h := r.fresh.Swap(nil)
+	if h == nil {
+		return
+	}
 	for {
 		at := s.stored.Load()
-		if r.pos <= at || s.stored.CompareAndSwap(at, r.pos) {
+		if h.pos <= at || s.stored.CompareAndSwap(at, h.pos) {
 			break
 		}
 	}
-	if h := r.fresh.Swap(nil); h != nil {
+	if h.obj != nil {
 		s.cache.put(r, h.obj, h.size)
 	}
 }
@@ -191,7 +196,7 @@ func (s *compactStore) write(obj any) error {
 	}
 	s.mu.Lock()
 	old := s.put(r)
-	s.noteRV(r.rv, obj)
+	s.noteRV(r.resourceVersion(), obj)
 	s.mu.Unlock()
 	if old != nil && old != r {
 		s.leave(old)
@@ -216,7 +221,7 @@ func (s *compactStore) Delete(obj any) error {
 	}
 	r, isRecord := obj.(*compactRecord)
 	if isRecord {
-		s.noteRV(r.rv, obj)
+		s.noteRV(r.resourceVersion(), obj)
 	} else {
 		s.noteRV(resourceVersionOf(obj), obj)
 	}

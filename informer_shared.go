@@ -302,6 +302,11 @@ func (f fanOut) queueBatch(b *replaceBatch) { f.s.processor.distributeBatch(b) }
 // sameResourceVersion reports whether both objects have metadata and the
 // same resourceVersion.
 func sameResourceVersion(a, b interface{}) bool {
+	if ra, ok := a.(*compactRecord); ok {
+		if rb, ok := b.(*compactRecord); ok {
+			return sameRecordVersion(ra, rb) && hasVersion(ra) && hasVersion(rb)
+		}
+	}
 	ra, ok := versionOf(a)
 	if !ok {
 		return false
@@ -310,11 +315,15 @@ func sameResourceVersion(a, b interface{}) bool {
 	return ok && ra == rb
 }
 
+// hasVersion says whether r's object has metadata (and so a
+// resourceVersion, maybe empty).
+func hasVersion(r *compactRecord) bool { return r.pk != nil || hasMeta(r.rawObject()) }
+
 // versionOf is obj's resourceVersion, if it has metadata (a compact
 // store's record answers for its object).
 func versionOf(obj interface{}) (string, bool) {
 	if r, ok := obj.(*compactRecord); ok {
-		return r.rv, r.pk != nil || hasMeta(r.rawObject())
+		return r.resourceVersion(), hasVersion(r)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

@@ -193,7 +193,7 @@ func (in *intake) heldByName() listhint.HeldFunc {
 			key = namespace + "/" + name
 		}
 		old, ok := h.v.heldForRelist(key)
-		if !ok || rv == "" || resourceVersionOf(old) != rv {
+		if !ok || !atVersion(old, rv) {
 			return nil, false
 		}
 		return old, true
@@ -219,14 +219,22 @@ func (in *intake) heldVersion(obj runtime.Object) (old interface{}, same bool) {
 	if !ok {
 		return nil, false
 	}
-	rv := resourceVersionOf(obj)
-	return old, rv != "" && resourceVersionOf(old) == rv
+	return old, atVersion(old, resourceVersionOf(obj))
+}
+
+// atVersion says whether obj (a record, or an object) is at the
+// non-empty resourceVersion rv.
+func atVersion(obj interface{}, rv string) bool {
+	if r, ok := obj.(*compactRecord); ok {
+		return r.sameVersion(rv)
+	}
+	return rv != "" && resourceVersionOf(obj) == rv
 }
 
 // resourceVersionOf is obj's resourceVersion, "" if it has no metadata.
 func resourceVersionOf(obj interface{}) string {
 	if r, ok := obj.(*compactRecord); ok {
-		return r.rv
+		return r.resourceVersion()
 	}
 	if m, ok := obj.(metav1.Object); ok {
 		return m.GetResourceVersion()

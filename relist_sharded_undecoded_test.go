@@ -174,9 +174,9 @@ func TestShardedHeldLookup(t *testing.T) {
 			}
 		}
 	}
-	record := &compactRecord{key: "x/y", rv: "1"}
-	recIn := &compactRecord{key: "ns/y", rv: "1", uid: uidHash(in)}
-	recOut := &compactRecord{key: "ns/y", rv: "1", uid: uidHash(out)}
+	record := &compactRecord{key: "x/y", rv: 1}
+	recIn := &compactRecord{key: "ns/y", rv: 1, uid: uidHash(in)}
+	recOut := &compactRecord{key: "ns/y", rv: 1, uid: uidHash(out)}
 	if recIn.uid == 0 || recOut.uid == 0 {
 		t.Fatal("a UID hashed to nothing")
 	}
@@ -227,7 +227,7 @@ func TestShardItemsKeepStandInsAligned(t *testing.T) {
 			out = append(out, o)
 		}
 	}
-	record := &compactRecord{key: "held/x", rv: "1"}
+	record := &compactRecord{key: "held/x", rv: 1}
 	before := cm("an earlier page's")
 	items := []any{before, in[0], out[0], record, in[1], out[1]}
 	held := []any{nil, nil, record, nil, nil}
