@@ -16,9 +16,6 @@ type hotEntry struct {
 	// prev and next link the entries in a circle (guarded by the cache's
 	// lock).
 	prev, next *hotEntry
-	// pos is, for a record's fresh entry, its place in the packing order
-	// (see compactStore.stage).
-	pos int64
 }
 
 // readCache keeps recently packed and read objects of a compact store,

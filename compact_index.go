@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"unique"
+	"unsafe"
 )
 
 // recordIndex is an object's values for each index of its store, in the
@@ -83,9 +84,9 @@ func interned(vs []string) []string {
 
 // setIndex sets the record's index values and failure.
 func (r *compactRecord) setIndex(ix recordIndex, err error) {
-	r.idx = nil
+	r.idx = values{}
 	if ix.many == nil {
-		r.idx = ix.one
+		r.idx = valuesOf(ix.one)
 	}
 	if err == nil && ix.many == nil && r.odd == nil {
 		return
@@ -102,7 +103,7 @@ func (r *compactRecord) indexed() int {
 	if r.odd != nil && r.odd.idx != nil {
 		return len(r.odd.idx)
 	}
-	return len(r.idx)
+	return r.idx.n
 }
 
 // valuesAt returns r's values for index i, which must be below
@@ -111,7 +112,7 @@ func (r *compactRecord) valuesAt(i int) []string {
 	if r.odd != nil && r.odd.idx != nil {
 		return r.odd.idx[i]
 	}
-	return r.idx[i : i+1 : i+1]
+	return r.idx.slice()[i : i+1 : i+1]
 }
 
 // allValues returns r's values for each index, as a new slice per index
@@ -138,3 +139,22 @@ func indexOf(vals [][]string) recordIndex {
 	}
 	return ix
 }
+
+// values is a slice of strings in two words (its capacity is its
+// length): a record's one value per index, held so that the record fits
+// its size class.
+type values struct {
+	p *string
+	n int
+}
+
+// valuesOf returns vs as values (vs's memory, not a copy).
+func valuesOf(vs []string) values {
+	if len(vs) == 0 {
+		return values{}
+	}
+	return values{p: unsafe.SliceData(vs), n: len(vs)}
+}
+
+// slice returns the values as a slice of v's memory.
+func (v values) slice() []string { return unsafe.Slice(v.p, v.n) }

@@ -55,7 +55,7 @@ func TestCompactIndexFormsReadAsClientGos(t *testing.T) {
 		switch {
 		case r.odd != nil && r.odd.idx != nil:
 			forms["apart"]++
-		case len(r.idx) == len(got.funcs):
+		case r.idx.n == len(got.funcs):
 			forms["one slice"]++
 		}
 	}
@@ -73,8 +73,8 @@ func TestCompactRecordHoldsSingleValuesInOneSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := s.record(podKey(p))
-	if r.odd != nil || fmt.Sprint(r.idx) != fmt.Sprintf("[%s node-7]", p.Namespace) {
-		t.Fatalf("record's index values %q, odd %+v", r.idx, r.odd)
+	if r.odd != nil || fmt.Sprint(r.idx.slice()) != fmt.Sprintf("[%s node-7]", p.Namespace) {
+		t.Fatalf("record's index values %q, odd %+v", r.idx.slice(), r.odd)
 	}
 }
 

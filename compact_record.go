@@ -22,7 +22,7 @@ type compactRecord struct {
 	// idx holds the object's value for each index, in the order of the
 	// packing store's index names at packing time, when every index has
 	// exactly one (see recordIndex; odd holds any other form).
-	idx []string
+	idx values
 	// data is the packed encoding, when pk is set (otherwise the object
 	// is kept as it is: see rawObject).
 	pk   *packer
@@ -31,10 +31,11 @@ type compactRecord struct {
 	odd *recordOdd
 	// hot is the decoded object while the read cache keeps it.
 	hot atomic.Pointer[hotEntry]
-	// fresh is, until an informer's store holds the record, its place in
-	// the packing order and the object just packed, if carried to the
-	// store (see compactStore.stage).
+	// fresh is the object just packed, carried to an informer's store,
+	// and pos the record's place in the packing order (see
+	// compactStore.stage).
 	fresh atomic.Pointer[hotEntry]
+	pos   int64
 	// state is the record's bit retired (set once the record has left
 	// its store: see readCache.retire), and above it the number of the
 	// last Replace that listed it (see compactStore.replace).
@@ -182,7 +183,7 @@ func (r *compactRecord) decode() (any, error) {
 
 // size is what the record costs the heap, about: its bytes and headers.
 func (r *compactRecord) size() int64 {
-	n := int64(len(r.key) + len(r.data) + 112 + 16*len(r.idx))
+	n := int64(len(r.key) + len(r.data) + 112 + 16*r.idx.n)
 	if r.odd != nil {
 		n += 64 + int64(len(r.odd.rv))
 		for _, vs := range r.odd.idx {

@@ -160,27 +160,22 @@ func (s *compactStore) stage(r *compactRecord, obj any, size int64) {
 		s.cache.put(r, obj, size)
 		return
 	}
-	h := &hotEntry{pos: s.packed.Add(size)}
-	if carry := s.cache.limit.Load(); carry > 0 && h.pos-s.stored.Load() <= carry {
-		h.rec, h.obj, h.size = r, obj, size
+	r.pos = s.packed.Add(size)
+	if carry := s.cache.limit.Load(); carry > 0 && r.pos-s.stored.Load() <= carry {
+		r.fresh.Store(&hotEntry{rec: r, obj: obj, size: size})
 	}
-	r.fresh.Store(h)
 }
 
 // settle is what storing r does beyond the maps: the object it carries
 // goes to the read cache, and the count of what is carried moves on.
 func (s *compactStore) settle(r *compactRecord) {
-	h := r.fresh.Swap(nil)
-	if h == nil {
-		return
-	}
 	for {
 		at := s.stored.Load()
-		if h.pos <= at || s.stored.CompareAndSwap(at, h.pos) {
+		if r.pos <= at || s.stored.CompareAndSwap(at, r.pos) {
 			break
 		}
 	}
-	if h.obj != nil {
+	if h := r.fresh.Swap(nil); h != nil {
 		s.cache.put(r, h.obj, h.size)
 	}
 }
