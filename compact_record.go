@@ -96,9 +96,11 @@ type packer struct {
 // 12.5 KB.
 func decodedSize(encoded int) int64 { return 3 * int64(encoded) }
 
-// pack returns obj's encoding, compressed unless the store says not, in
-// memory of its own, and the encoding's length.
-func (p *packer) pack(obj any) (compact.Frozen, int, error) {
+// pack returns obj's encoding, compressed unless the store says not,
+// and the encoding's length; key comes back too, in the same new memory
+// just ahead of the bytes (one allocation for the record to hold, which
+// the collector marks once).
+func (p *packer) pack(key string, obj any) (string, compact.Frozen, int, error) {
 	buf := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(buf)
 	b, err := p.codec.Encode((*buf)[:0], obj)
@@ -106,12 +108,16 @@ func (p *packer) pack(obj any) (compact.Frozen, int, error) {
 		*buf = b[:0]
 	}
 	if err != nil {
-		return "", 0, err
+		return "", "", 0, err
 	}
+	var out []byte
 	if p.squeezer == nil {
-		return compact.Frozen(b), len(b), nil
+		out = append(append(make([]byte, 0, len(key)+len(b)), key...), b...)
+	} else {
+		out = p.squeezer.SqueezeAfter(key, b)
 	}
-	return compact.Freeze(p.squeezer.Squeeze(b)), len(b), nil
+	whole := compact.Freeze(out)
+	return string(whole[:len(key)]), whole[len(key):], len(b), nil
 }
 
 // encodeBuffers hold the buffers objects are encoded into before they are

@@ -137,11 +137,11 @@ func (s *compactStore) prepare(obj any) (*compactRecord, error) {
 // encode is pack's second step, which calls nothing of the user's: r's
 // bytes, from obj. It is safe to run for many records at once.
 func (s *compactStore) encode(r *compactRecord, obj any) error {
-	data, plain, err := r.pk.pack(obj)
+	key, data, plain, err := r.pk.pack(r.key, obj)
 	if err != nil {
 		return fmt.Errorf("packing %s: %w", r.key, err)
 	}
-	r.data, r.plain = data, uint32(plain)
+	r.key, r.data, r.plain = key, data, uint32(plain)
 	s.stage(r, obj, r.decodedSize())
 	return nil
 }

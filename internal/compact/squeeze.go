@@ -48,7 +48,12 @@ func NewSqueezer() *Squeezer { return &Squeezer{} }
 // Squeeze returns src compressed, in a new slice of its exact length
 // (src's bytes, marked raw, when compressing would not make them
 // smaller). It does not keep src.
-func (s *Squeezer) Squeeze(src []byte) []byte {
+func (s *Squeezer) Squeeze(src []byte) []byte { return s.SqueezeAfter("", src) }
+
+// SqueezeAfter returns head followed by what Squeeze(src) returns, in one
+// new slice of their exact length: so that a record's key and its bytes
+// take one allocation.
+func (s *Squeezer) SqueezeAfter(head string, src []byte) []byte {
 	s.sample(src)
 	work := workBuffers.Get().(*[]byte)
 	defer workBuffers.Put(work)
@@ -68,9 +73,10 @@ func (s *Squeezer) Squeeze(src []byte) []byte {
 	if len(body) >= len(src) {
 		form, body = formRaw, src
 	}
-	out := make([]byte, 1+len(body))
-	out[0] = form
-	copy(out[1:], body)
+	out := make([]byte, len(head)+1+len(body))
+	copy(out, head)
+	out[len(head)] = form
+	copy(out[len(head)+1:], body)
 	if cap(*work) > maxWorkBuffer {
 		*work = nil
 	}
