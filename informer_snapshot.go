@@ -1,8 +1,6 @@
 package cache
 
-import (
-	"k8s.io/apimachinery/pkg/api/meta"
-)
+import ()
 
 // A SnapshotHandler is a ResourceEventHandler that can also be handed the
 // informer's stored objects as they stood at one point of its stream of
@@ -76,8 +74,9 @@ func (p *storePosition) advance(d Delta) {
 	}
 	switch d.Type {
 	case Added, Updated, Deleted:
-		if m, err := meta.Accessor(d.Object); err == nil {
-			p.rv = m.GetResourceVersion()
+		// A compact informer's deltas carry records (see versionOf).
+		if rv, ok := versionOf(d.Object); ok {
+			p.rv = rv
 		}
 	case ReplacedAll:
 		if info, ok := d.Object.(ReplacedAllInfo); ok {

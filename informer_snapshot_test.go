@@ -65,9 +65,17 @@ func (r *snapshotRecorder) got() []string {
 
 // A snapshot reaches a handler between the notifications of the changes
 // applied before it and those after, holding the objects as they were at
-// that point, even when the handler is behind the store; handlers that do
-// not take snapshots get nothing.
+// that point, even when the handler is behind the store, and at the
+// resourceVersion of the last change applied (a watch event's, deletes
+// too); handlers that do not take snapshots get nothing. With the store
+// decoded and compact (whose queue carries records).
 func TestSnapshotComesInOrderWithTheNotifications(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) { snapshotInOrder(t, compact) })
+	}
+}
+
+func snapshotInOrder(t *testing.T, compact bool) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := cachetest.NewServer(cachetest.Options{})
 		defer srv.Close()
@@ -85,7 +93,11 @@ func TestSnapshotComesInOrderWithTheNotifications(t *testing.T) {
 		}
 		write("a", "0") // 1
 		write("b", "0") // 2
-		inf := NewSharedIndexInformer(cms, &corev1.ConfigMap{}, 0, Indexers{})
+		var o ReflectorOptions
+		if compact {
+			o.Compact = &CompactOptions{}
+		}
+		inf := NewSharedIndexInformerWith(o)(cms, &corev1.ConfigMap{}, 0, Indexers{})
 		rec := &snapshotRecorder{gate: "a", release: make(chan struct{})}
 		plain := &snapshotRecorder{}
 		_, err := inf.AddEventHandler(rec)
@@ -106,9 +118,11 @@ func TestSnapshotComesInOrderWithTheNotifications(t *testing.T) {
 		synctest.Wait()
 		close(rec.release)
 		synctest.Wait()
+		q.QueueSnapshot(func(interface{}) bool { return true }, "after")
+		synctest.Wait()
 		want := []string{
 			"snapshot before at : []", "add a@1", "add b@2", "update a@3", "update b@4",
-			"snapshot now at 4: [b@4]", "delete b",
+			"snapshot now at 4: [b@4]", "delete b", "snapshot after at 5: [a@3]",
 		}
 		if got := rec.got(); !slices.Equal(got, want) {
 			t.Fatalf("calls:\n%v\nwant:\n%v", got, want)
