@@ -1,7 +1,5 @@
 package cache
 
-import ()
-
 // A SnapshotHandler is a ResourceEventHandler that can also be handed the
 // informer's stored objects as they stood at one point of its stream of
 // notifications (see SnapshotQueuer). Code that changes what it handles
