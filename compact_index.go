@@ -88,20 +88,16 @@ func (r *compactRecord) setIndex(ix recordIndex, err error) {
 	if ix.many == nil {
 		r.idx = valuesOf(ix.one)
 	}
-	if err == nil && ix.many == nil && r.odd == nil {
+	if err == nil && ix.many == nil && r.odd.Load() == nil {
 		return
 	}
-	if r.odd == nil {
-		r.odd = &recordOdd{}
-	}
-	r.odd.idxErr = err
-	r.odd.idx = ix.many
+	r.changeOdd(func(o *recordOdd) { o.idxErr, o.idx = err, ix.many })
 }
 
 // indexed is how many of its store's indexes r has values for.
 func (r *compactRecord) indexed() int {
-	if r.odd != nil && r.odd.idx != nil {
-		return len(r.odd.idx)
+	if o := r.odd.Load(); o != nil && o.idx != nil {
+		return len(o.idx)
 	}
 	return r.idx.n
 }
@@ -109,8 +105,8 @@ func (r *compactRecord) indexed() int {
 // valuesAt returns r's values for index i, which must be below
 // r.indexed(). The slice is r's: not to be changed.
 func (r *compactRecord) valuesAt(i int) []string {
-	if r.odd != nil && r.odd.idx != nil {
-		return r.odd.idx[i]
+	if o := r.odd.Load(); o != nil && o.idx != nil {
+		return o.idx[i]
 	}
 	return r.idx.slice()[i : i+1 : i+1]
 }

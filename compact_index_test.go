@@ -1,10 +1,13 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +56,7 @@ func TestCompactIndexFormsReadAsClientGos(t *testing.T) {
 	forms := map[string]int{}
 	for _, r := range got.records() {
 		switch {
-		case r.odd != nil && r.odd.idx != nil:
+		case r.odd.Load() != nil && r.odd.Load().idx != nil:
 			forms["apart"]++
 		case r.idx.n == len(got.funcs):
 			forms["one slice"]++
@@ -73,8 +76,8 @@ func TestCompactRecordHoldsSingleValuesInOneSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := s.record(podKey(p))
-	if r.odd != nil || fmt.Sprint(r.idx.slice()) != fmt.Sprintf("[%s node-7]", p.Namespace) {
-		t.Fatalf("record's index values %q, odd %+v", r.idx.slice(), r.odd)
+	if r.odd.Load() != nil || fmt.Sprint(r.idx.slice()) != fmt.Sprintf("[%s node-7]", p.Namespace) {
+		t.Fatalf("record's index values %q, odd %+v", r.idx.slice(), r.odd.Load())
 	}
 }
 
@@ -103,4 +106,34 @@ func TestCompactRawObjectKeepsItsIndexValues(t *testing.T) {
 			t.Fatalf("labels=%s: %v", v, keys)
 		}
 	}
+}
+
+// Writes and AddIndexers at once, the added indexes failing on what they
+// index: a record's failure is written by AddIndexers under the store's
+// lock and read by writes, relists and handlers without it (run with
+// -race).
+func TestCompactWritesBesideAddIndexers(t *testing.T) {
+	failing := func(any) ([]string, error) { return nil, errors.New("not indexable") }
+	s := newCompactStore(MetaNamespaceKeyFunc, Indexers{}, CompactOptions{})
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; !done.Load(); i++ {
+			if err := s.Update(podgen.Pod(i%5, i+1)); err != nil && !errors.Is(err, ErrIndexerFailed) {
+				t.Errorf("write %d: %v", i, err)
+			}
+			if r, ok := s.keepable(podKey(podgen.Pod(i%5, 0))); ok && r.indexErr() != nil {
+				t.Errorf("a record an index failed on may be kept")
+			}
+		}
+	})
+	wg.Go(func() {
+		defer done.Store(true)
+		for round := range 100 {
+			if err := s.AddIndexers(Indexers{fmt.Sprint("failing-", round): failing}); err != nil && !errors.Is(err, ErrIndexerFailed) {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+	})
+	wg.Wait()
 }

@@ -27,8 +27,9 @@ type compactRecord struct {
 	// is kept as it is: see rawObject).
 	pk   *packer
 	data compact.Frozen
-	// odd holds what few records have, so that the others do without.
-	odd *recordOdd
+	// odd holds what few records have, so that the others do without:
+	// never changed once set (see changeOdd), so read without a lock.
+	odd atomic.Pointer[recordOdd]
 	// hot is the decoded object while the read cache keeps it.
 	hot atomic.Pointer[hotEntry]
 	// fresh is the object just packed, carried to an informer's store,
@@ -67,20 +68,35 @@ type recordOdd struct {
 	rv string
 }
 
+// changeOdd sets r's rarely set fields to what change makes of a copy of
+// them: a record's readers take them without its store's lock, so they
+// are never changed in place. Writes are serialized by the store's lock,
+// or made before the record is shared.
+func (r *compactRecord) changeOdd(change func(o *recordOdd)) {
+	var o recordOdd
+	if old := r.odd.Load(); old != nil {
+		o = *old
+	}
+	change(&o)
+	r.odd.Store(&o)
+}
+
 // indexErr is why an index function failed on the object, nil if none.
 func (r *compactRecord) indexErr() error {
-	if r.odd == nil {
+	o := r.odd.Load()
+	if o == nil {
 		return nil
 	}
-	return r.odd.idxErr
+	return o.idxErr
 }
 
 // rawObject is the object of a record with no encoding.
 func (r *compactRecord) rawObject() any {
-	if r.odd == nil {
+	o := r.odd.Load()
+	if o == nil {
 		return nil
 	}
-	return r.odd.raw
+	return o.raw
 }
 
 // packer encodes and compresses the objects of one Go type for one
@@ -190,9 +206,9 @@ func (r *compactRecord) decode() (any, error) {
 // size is what the record costs the heap, about: its bytes and headers.
 func (r *compactRecord) size() int64 {
 	n := int64(len(r.key) + len(r.data) + 112 + 16*r.idx.n)
-	if r.odd != nil {
-		n += 64 + int64(len(r.odd.rv))
-		for _, vs := range r.odd.idx {
+	if o := r.odd.Load(); o != nil {
+		n += 64 + int64(len(o.rv))
+		for _, vs := range o.idx {
 			n += 24 + 16*int64(len(vs))
 		}
 	}

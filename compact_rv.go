@@ -27,13 +27,10 @@ func (r *compactRecord) setRV(rv string) {
 		return
 	}
 	r.rv = 0
-	if rv == "" && r.odd == nil {
+	if rv == "" && r.odd.Load() == nil {
 		return
 	}
-	if r.odd == nil {
-		r.odd = &recordOdd{}
-	}
-	r.odd.rv = rv
+	r.changeOdd(func(o *recordOdd) { o.rv = rv })
 }
 
 // resourceVersion returns r's resourceVersion ("" if its object has none).
@@ -41,10 +38,7 @@ func (r *compactRecord) resourceVersion() string {
 	if r.rv != 0 {
 		return strconv.FormatUint(r.rv, 10)
 	}
-	if r.odd != nil {
-		return r.odd.rv
-	}
-	return ""
+	return r.oddRV()
 }
 
 // sameVersion says whether r holds the object at resourceVersion rv
@@ -57,7 +51,7 @@ func (r *compactRecord) sameVersion(rv string) bool {
 		n, ok := packRV(rv)
 		return ok && n == r.rv
 	}
-	return r.odd != nil && r.odd.rv == rv
+	return r.oddRV() == rv
 }
 
 // sameRecordVersion says whether a and b have one resourceVersion (both
@@ -68,8 +62,9 @@ func sameRecordVersion(a, b *compactRecord) bool {
 
 // oddRV is r's resourceVersion kept as a string ("" if none is).
 func (r *compactRecord) oddRV() string {
-	if r.odd == nil {
+	o := r.odd.Load()
+	if o == nil {
 		return ""
 	}
-	return r.odd.rv
+	return o.rv
 }

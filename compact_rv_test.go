@@ -17,8 +17,8 @@ func TestCompactRecordResourceVersion(t *testing.T) {
 		if got := r.resourceVersion(); got != rv {
 			t.Errorf("%q came back as %q", rv, got)
 		}
-		if _, number := packRV(rv); number != (r.odd == nil && rv != "") {
-			t.Errorf("%q: kept as a number %v, apart %v", rv, number, r.odd != nil)
+		if _, number := packRV(rv); number != (r.odd.Load() == nil && rv != "") {
+			t.Errorf("%q: kept as a number %v, apart %v", rv, number, r.odd.Load() != nil)
 		}
 		recs[i] = r
 	}

@@ -126,10 +126,7 @@ func (s *compactStore) prepare(obj any) (*compactRecord, error) {
 	r.setIndex(indexValues(key, obj, names, funcs))
 	r.pk = s.packerFor(obj)
 	if r.pk == nil {
-		if r.odd == nil {
-			r.odd = &recordOdd{}
-		}
-		r.odd.raw = obj
+		r.changeOdd(func(o *recordOdd) { o.raw = obj })
 	}
 	return r, nil
 }
@@ -192,11 +189,14 @@ func (s *compactStore) write(obj any) error {
 	s.mu.Lock()
 	old := s.put(r)
 	s.noteRV(r.resourceVersion(), obj)
+	// As stored: AddIndexers may add its own failures to r once the lock
+	// is let go, and returns those itself.
+	failed := r.indexErr()
 	s.mu.Unlock()
 	if old != nil && old != r {
 		s.leave(old)
 	}
-	return r.indexErr()
+	return failed
 }
 
 // Delete removes the record under obj's key (obj may be a record). The
