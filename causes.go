@@ -75,10 +75,14 @@ const (
 	FallbackListFailed ReshardFallback = "list_failed"
 	// FallbackAsked: ReflectorOptions.ReshardByRelist asked for relists.
 	FallbackAsked ReshardFallback = "asked"
+	// FallbackPerObjectQueue: the informer's queue emits a delta per
+	// object (client-go's AtomicFIFO gate is off), so a merge could not be
+	// applied in order with the watch events queued before it.
+	FallbackPerObjectQueue ReshardFallback = "per_object_queue"
 )
 
 // ReshardFallbacks is every ReshardFallback, in a fixed order.
-var ReshardFallbacks = []ReshardFallback{FallbackNotSynced, FallbackKeyChanged, FallbackIncomparable, FallbackUnavailable, FallbackStoreUnlistable, FallbackListFailed, FallbackAsked}
+var ReshardFallbacks = []ReshardFallback{FallbackNotSynced, FallbackKeyChanged, FallbackIncomparable, FallbackUnavailable, FallbackStoreUnlistable, FallbackListFailed, FallbackAsked, FallbackPerObjectQueue}
 
 // WatchEndCause says why a watch (or WatchList) ended, or why a request
 // to open one failed, while the Reflector was running: Stats.WatchEnds and

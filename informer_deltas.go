@@ -120,10 +120,15 @@ func (a deltaApplier) upsert(obj interface{}, isInInitialList bool) error {
 // object missing from the list (sorted by key; client-go's order is the
 // store's map order), then, in list order, OnUpdate(old, new) for objects
 // the store held and OnAdd for the others. A merged reshard's Replace
-// (see localReplacer) notifies nothing for the very objects the store
-// held: they did not change.
+// (see localReplacer) carries the objects of the ranges it added: what
+// the store holds now (after every change queued before it) that the new
+// shard keeps is kept, and notifies nothing, since it did not change.
 func (a deltaApplier) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
-	local := a.local.take(info)
+	keeps := a.local.take(info)
+	local := keeps != nil
+	if local {
+		info.Objects = append(a.heldWhere(keeps), info.Objects...)
+	}
 	olds, gone, err := a.replaceStore(info)
 	if err != nil {
 		return err
@@ -217,6 +222,18 @@ func (a deltaApplier) heldByKey(key string) (interface{}, bool) {
 	}
 	old, ok, err := a.store.GetByKey(key)
 	return old, ok && err == nil
+}
+
+// heldWhere is every held object that keeps says stays, as handlers are
+// to get them.
+func (a deltaApplier) heldWhere(keeps func(interface{}) bool) []interface{} {
+	var kept []interface{}
+	for _, o := range a.allHeld() {
+		if keeps(o) {
+			kept = append(kept, o)
+		}
+	}
+	return kept
 }
 
 // allHeld is every held object, as handlers are to get them.

@@ -34,19 +34,25 @@ type informerQueue struct {
 }
 
 // ReplaceLocal is Replace for a merged reshard (see localReplacer): the
-// objects of list that the store holds as they are get no notification.
-func (q *informerQueue) ReplaceLocal(list []interface{}, resourceVersion string) error {
-	id := q.local.push(resourceVersion, len(list))
-	err := q.Replace(list, resourceVersion)
+// queue carries listed, and the applier adds to it what the store holds
+// that keeps says stays, when it applies the ReplacedAll.
+func (q *informerQueue) ReplaceLocal(listed []interface{}, resourceVersion string, keeps func(interface{}) bool) error {
+	id := q.local.push(resourceVersion, len(listed), keeps)
+	err := q.Replace(listed, resourceVersion)
 	if err != nil {
 		q.local.drop(id)
 	}
 	return err
 }
 
+// mergesLocally says whether the queue emits one ReplacedAll per
+// Replace, which a merge needs.
+func (q *informerQueue) mergesLocally() bool { return q.local != nil }
+
 // localReplaces is the queue of a merged reshard's Replaces not yet
-// applied, each known by its resourceVersion and length (and a number):
-// the applier takes one off for each ReplacedAll that matches the first.
+// applied, each known by its resourceVersion and length (and a number),
+// with what decides which held objects it keeps: the applier takes one
+// off for each ReplacedAll that matches the first.
 type localReplaces struct {
 	mu      sync.Mutex
 	next    uint64
@@ -56,16 +62,17 @@ type localReplaces struct {
 type localReplace struct {
 	id, n uint64
 	rv    string
+	keeps func(interface{}) bool
 }
 
-func (l *localReplaces) push(rv string, n int) uint64 {
+func (l *localReplaces) push(rv string, n int, keeps func(interface{}) bool) uint64 {
 	if l == nil {
 		return 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.next++
-	l.pending = append(l.pending, localReplace{id: l.next, n: uint64(n), rv: rv})
+	l.pending = append(l.pending, localReplace{id: l.next, n: uint64(n), rv: rv, keeps: keeps})
 	return l.next
 }
 
@@ -78,18 +85,20 @@ func (l *localReplaces) drop(id uint64) {
 	l.pending = slices.DeleteFunc(l.pending, func(r localReplace) bool { return r.id == id })
 }
 
-// take says whether the ReplacedAll of info is a merged reshard's.
-func (l *localReplaces) take(info ReplacedAllInfo) bool {
+// take returns, if the ReplacedAll of info is a merged reshard's, what
+// decides which held objects it keeps (nil if it is not one).
+func (l *localReplaces) take(info ReplacedAllInfo) func(interface{}) bool {
 	if l == nil {
-		return false
+		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.pending) == 0 || l.pending[0].rv != info.ResourceVersion || l.pending[0].n != uint64(len(info.Objects)) {
-		return false
+		return nil
 	}
+	keeps := l.pending[0].keeps
 	l.pending = l.pending[1:]
-	return true
+	return keeps
 }
 
 // Replace is the RealFIFO's, with held objects left untransformed.

@@ -20,11 +20,17 @@ import (
 // type's changes, KEP-5504). Anything that makes the merge unsound falls
 // back to listing the whole shard, counted by reason.
 
-// localReplacer is a store that can be told that a Replace changes only
-// what a reshard moved: an informer's queue, whose handlers then get no
-// call for the objects it keeps as they were.
+// localReplacer is a store that applies a merged reshard itself, in order
+// with the changes queued ahead of it: an informer's queue, whose store
+// lags the Reflector by what is queued. Of what its store holds when the
+// merge is applied it keeps what keeps says, and it adds listed (the
+// added ranges); its handlers get no call for what it kept. Deciding
+// what to keep any earlier would put back objects as they were before
+// the queued watch events changed or deleted them.
 type localReplacer interface {
-	ReplaceLocal(list []interface{}, resourceVersion string) error
+	ReplaceLocal(listed []interface{}, resourceVersion string, keeps func(held interface{}) bool) error
+	// mergesLocally says whether ReplaceLocal can be applied so.
+	mergesLocally() bool
 }
 
 // catchUp drops the watch events of the ranges a merged reshard listed
@@ -76,6 +82,9 @@ func (c *cycle) mergeBlocker() ReshardFallback {
 	case r.heldList == nil:
 		return FallbackStoreUnlistable
 	}
+	if lr, ok := r.store.(localReplacer); ok && !lr.mergesLocally() {
+		return FallbackPerObjectQueue
+	}
 	if _, err := strconv.ParseUint(r.pos.last, 10, 64); err != nil {
 		return FallbackIncomparable
 	}
@@ -101,8 +110,8 @@ func (c *cycle) reshard(ctx context.Context) phase {
 	if !ok {
 		return c.firstSync()
 	}
-	kept := c.keptObjects()
-	if err := c.replaceLocally(append(kept, listed...), rv); err != nil {
+	kept, err := c.mergeInto(listed, rv)
+	if err != nil {
 		r.stats.reshardFellBack(FallbackListFailed)
 		return c.firstSync()
 	}
@@ -110,7 +119,7 @@ func (c *cycle) reshard(ctx context.Context) phase {
 		n, _ := strconv.ParseUint(rv, 10, 64)
 		c.catchUp = &catchUp{added: added, upTo: n}
 	}
-	c.merged(len(listed), len(kept), start)
+	c.merged(len(listed), kept, start)
 	return phaseWatch
 }
 
@@ -146,29 +155,43 @@ func (c *cycle) listAdded(ctx context.Context, added Shard) (items []interface{}
 	return res.items, res.resourceVersion, true
 }
 
-// keptObjects returns the stored objects that the new shard keeps. A
+// keeps returns what says whether the new shard keeps a held item. A
 // compact store's record is placed by the hash of its UID, kept in it,
-// where the shard is by UID; otherwise (by namespace, or a record with
-// no UID) it is decoded to be placed.
-func (c *cycle) keptObjects() []interface{} {
-	var kept []interface{}
+// where the shard is by UID; otherwise (by namespace, or a record with no
+// UID) it is decoded to be placed. It may run on another goroutine (an
+// informer's, applying the merge).
+func (c *cycle) keeps() func(held interface{}) bool {
 	s := c.shard.shard
-	for _, it := range c.r.heldList() {
+	return func(it interface{}) bool {
 		if r, ok := it.(*compactRecord); ok && s.Key() != ShardByNamespace && r.uid != 0 {
-			if s.ContainsHash(r.uid) {
-				kept = append(kept, it)
-			}
-			continue
+			return s.ContainsHash(r.uid)
 		}
 		obj, ok := heldObject(it)
 		if !ok {
-			continue
+			return false
 		}
-		if in, err := s.Contains(obj); err == nil && in {
-			kept = append(kept, it)
+		in, err := s.Contains(obj)
+		return err == nil && in
+	}
+}
+
+// mergeInto hands the store the new shard. An informer's queue gets the
+// listed objects and what decides which held ones stay, applied in order
+// with the changes queued before it (kept is then -1: decided there); any
+// other store, which only this Reflector writes, gets the held objects
+// the new shard keeps and the listed ones.
+func (c *cycle) mergeInto(listed []interface{}, rv string) (kept int, err error) {
+	keeps := c.keeps()
+	if lr, ok := c.r.store.(localReplacer); ok {
+		return -1, lr.ReplaceLocal(listed, rv, keeps)
+	}
+	var held []interface{}
+	for _, it := range c.r.heldList() {
+		if keeps(it) {
+			held = append(held, it)
 		}
 	}
-	return kept
+	return len(held), c.r.store.Replace(append(held, listed...), rv)
 }
 
 // heldObject is the object a held item stands for: the item, or a
@@ -186,21 +209,17 @@ func heldObject(it interface{}) (runtime.Object, bool) {
 	return obj, ok
 }
 
-// replaceLocally hands the store its new content, telling an informer's
-// queue that only what moved has changed.
-func (c *cycle) replaceLocally(list []interface{}, rv string) error {
-	if lr, ok := c.r.store.(localReplacer); ok {
-		return lr.ReplaceLocal(list, rv)
-	}
-	return c.r.store.Replace(list, rv)
-}
-
 // merged records a merged reshard: the store holds the new shard, the
-// watch resumes from the old position (r.pos is left as it was).
+// watch resumes from the old position (r.pos is left as it was). kept is
+// how many held objects stayed, -1 where an informer's queue decides.
 func (c *cycle) merged(listed, kept int, start time.Time) {
 	r := c.r
 	now := r.clock.Now()
-	c.logger.V(2).Info("Reshard merged", "reflector", r.name, "listed", listed, "kept", kept)
+	if kept < 0 {
+		c.logger.V(2).Info("Reshard merged; the informer's queue keeps what stays", "reflector", r.name, "listed", listed)
+	} else {
+		c.logger.V(2).Info("Reshard merged", "reflector", r.name, "listed", listed, "kept", kept)
+	}
 	r.stats.resharded()
 	r.stats.synced(listed, now.Sub(start), now) // what the server sent
 	r.storeShard = c.shard.shard

@@ -115,7 +115,7 @@ const (
 	numListCauses       = 12
 	numWatchEndCauses   = 10
 	numEventTypes       = 6
-	numReshardFallbacks = 7
+	numReshardFallbacks = 8
 )
 
 // count adds one to the count of k, a value of set, in counts.
