@@ -24,6 +24,9 @@ func (g *guardedIndexer) storeFor(o *CompactOptions) {
 	}
 	g.compact = newCompactStore(informerKeyFunc, g.indexers, *o)
 	g.compact.notifies = true
+	if len(g.storeOptions) > 0 {
+		g.compact.position = clientgocache.NewStore(informerKeyFunc, g.storeOptions...).(interface{ Bookmark(string) })
+	}
 	g.Indexer = g.compact
 }
 

@@ -290,7 +290,7 @@ func (s *compactStore) Bookmark(rv string) { s.UpdateResourceVersion(rv) }
 // UpdateResourceVersion records the resourceVersion the Reflector reached.
 func (s *compactStore) UpdateResourceVersion(rv string) {
 	s.mu.Lock()
-	s.rv = rv
+	s.reached(rv)
 	s.mu.Unlock()
 }
 

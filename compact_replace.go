@@ -61,7 +61,7 @@ func (s *compactStore) replace(list []any, resourceVersion string, wantPrior boo
 	prior, displaced := s.putAll(recs, m, wantPrior)
 	gone = s.sweep(m)
 	s.shrink()
-	s.rv = resourceVersion
+	s.reached(resourceVersion)
 	displaced = slices.DeleteFunc(displaced, func(r *compactRecord) bool { return s.items[r.key] == r })
 	s.mu.Unlock()
 	for _, r := range displaced {

@@ -55,6 +55,11 @@ type compactStore struct {
 	// the most records held since the maps were made (see shrink).
 	replaces uint32
 	widest   int
+	// position, if set, is told each resourceVersion reached: an empty
+	// client-go store made with the informer's store options, whose
+	// metrics (the store resourceVersion gauge of client-go's
+	// InformerMetricsProvider) it keeps as client-go's indexer would.
+	position interface{ Bookmark(rv string) }
 }
 
 var (
@@ -255,7 +260,15 @@ func (s *compactStore) leave(r *compactRecord) {
 // held.
 func (s *compactStore) noteRV(rv string, obj any) {
 	if _, isRecord := obj.(*compactRecord); isRecord || hasMeta(obj) {
-		s.rv = rv
+		s.reached(rv)
+	}
+}
+
+// reached records rv as the resourceVersion reached. s.mu is held.
+func (s *compactStore) reached(rv string) {
+	s.rv = rv
+	if s.position != nil {
+		s.position.Bookmark(rv)
 	}
 }
 
