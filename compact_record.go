@@ -219,8 +219,7 @@ func (r *compactRecord) size() int64 {
 // object, decoded if the read cache no longer has it; a tombstone whose
 // object is a record, with the object; anything else as it is. A record
 // whose bytes no longer decode (they decoded when packed: this is not
-// expected) is given as the tombstone-free record itself, and logged by
-// the store.
+// expected) is returned as it is, for undecodable to find.
 func resolveCompact(obj any) any {
 	switch o := obj.(type) {
 	case *handoff:
@@ -236,6 +235,21 @@ func resolveCompact(obj any) any {
 		}
 	}
 	return obj
+}
+
+// undecodable says whether either of a resolved notification's objects is
+// a record that did not decode (see resolveCompact), and its key: a
+// handler is never given a record.
+func undecodable(objs ...any) (string, bool) {
+	for _, o := range objs {
+		if t, ok := o.(DeletedFinalStateUnknown); ok {
+			o = t.Obj
+		}
+		if r, ok := o.(*compactRecord); ok {
+			return r.key, true
+		}
+	}
+	return "", false
 }
 
 // The record's state: the bit retired, and the Replace mark above it.

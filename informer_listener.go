@@ -313,6 +313,10 @@ func (l *listener) deliver(n notification) (returned bool) {
 		// A compact store's records are decoded now, on the handler's
 		// goroutine (see resolveCompact).
 		n.old, n.obj = resolveCompact(n.old), resolveCompact(n.obj)
+		if key, bad := undecodable(n.old, n.obj); bad {
+			l.logger.Error(nil, "A compact store's record does not decode: its notification is not delivered", "handler", l.name, "key", key)
+			return true
+		}
 	}
 	switch n.kind {
 	case notifyAdd:
