@@ -33,6 +33,25 @@ func (s *sameObjects) handler(i int) ResourceEventHandlerFuncs {
 	}
 }
 
+// runCompactWithThree makes inf compact, gives it three handlers that
+// record what they are given, and runs it (until the test ends) to its
+// first sync.
+func runCompactWithThree(t *testing.T, inf SharedIndexInformer) *sameObjects {
+	t.Helper()
+	if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{}}); err != nil {
+		t.Fatal(err)
+	}
+	seen := &sameObjects{calls: map[int][][2]any{}}
+	for i := range 3 {
+		if _, err := inf.AddEventHandler(seen.handler(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(runInformer(t, inf))
+	synctest.Wait()
+	return seen
+}
+
 // An informer's handlers are given the objects the watch decoded (carried
 // through the queue to the read cache), and an update's old object from
 // the read cache: with room for every object, nothing is decoded, and
@@ -40,18 +59,7 @@ func (s *sameObjects) handler(i int) ResourceEventHandlerFuncs {
 func TestCompactHandlersShareTheDecodedObjects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw, inf := abcInformer()
-		if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{}}); err != nil {
-			t.Fatal(err)
-		}
-		seen := &sameObjects{calls: map[int][][2]any{}}
-		for i := range 3 {
-			if _, err := inf.AddEventHandler(seen.handler(i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		stop := runInformer(t, inf)
-		defer stop()
-		synctest.Wait()
+		seen := runCompactWithThree(t, inf)
 		d := &informerDriver{t: t, lw: lw}
 		d.send(ev(watch.Modified, cm("a", "11")), ev(watch.Modified, cm("a", "12")), ev(watch.Deleted, cm("b", "13")), ev(watch.Added, cm("d", "14")))
 		if st := inf.(InformerHealthReporter).Stats().Store; st.Decodes != 0 {

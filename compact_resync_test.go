@@ -33,18 +33,7 @@ func TestCompactResyncKeepsTheRecords(t *testing.T) {
 func checkCompactResync(t *testing.T) {
 	lw := &scriptLW{noWL: true, lists: []listReply{{list: cmList("10", "", cm("a", "5"), cm("b", "6"), cm("c", "7"))}}}
 	inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, time.Minute, Indexers{})
-	if err := inf.(ReflectorConfigurable).SetReflectorOptions(ReflectorOptions{Compact: &CompactOptions{}}); err != nil {
-		t.Fatal(err)
-	}
-	seen := &sameObjects{calls: map[int][][2]any{}}
-	for i := range 3 {
-		if _, err := inf.AddEventHandler(seen.handler(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stop := runInformer(t, inf)
-	defer stop()
-	synctest.Wait()
+	seen := runCompactWithThree(t, inf)
 	store := inf.GetIndexer().(*guardedIndexer).compact
 	before := map[string]*compactRecord{}
 	for _, k := range []string{"ns/a", "ns/b", "ns/c"} {
