@@ -226,10 +226,7 @@ func TestCompactReplaceKeyListedTwiceLeavesTheOneOut(t *testing.T) {
 func TestCompactReplaceShrinksItsMaps(t *testing.T) {
 	want := clientgocache.NewIndexer(MetaNamespaceKeyFunc, compactIndexers())
 	got := newCompactStore(MetaNamespaceKeyFunc, compactIndexers(), CompactOptions{})
-	var all []any
-	for i := range 2 * shrinkFloor {
-		all = append(all, podgen.Pod(i, i+1))
-	}
+	all := shrinkPods()
 	for _, s := range []Indexer{want, got} {
 		if err := s.Replace(all, "1"); err != nil {
 			t.Fatal(err)
@@ -256,10 +253,7 @@ func TestCompactReplaceShrinksItsMaps(t *testing.T) {
 func TestCompactDeletesShrinkTheMaps(t *testing.T) {
 	want := clientgocache.NewIndexer(MetaNamespaceKeyFunc, compactIndexers())
 	got := newCompactStore(MetaNamespaceKeyFunc, compactIndexers(), CompactOptions{})
-	var all []any
-	for i := range 2 * shrinkFloor {
-		all = append(all, podgen.Pod(i, i+1))
-	}
+	all := shrinkPods()
 	for _, s := range []Indexer{want, got} {
 		for _, p := range all {
 			if err := s.Add(p); err != nil {
@@ -279,4 +273,13 @@ func TestCompactDeletesShrinkTheMaps(t *testing.T) {
 		t.Fatalf("the maps were not made afresh: widest %d, holding %d of %d", got.widest, len(got.items), len(all))
 	}
 	compareStores(t, want, got)
+}
+
+// shrinkPods are enough Pods for a store to shrink its maps after.
+func shrinkPods() []any {
+	var all []any
+	for i := range 2 * shrinkFloor {
+		all = append(all, podgen.Pod(i, i+1))
+	}
+	return all
 }

@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -47,13 +46,7 @@ func testIndexFailureRelist(t *testing.T, compact, watchList bool) {
 		}
 	}
 	var failing atomic.Bool
-	byName := func(obj any) ([]string, error) {
-		cm := obj.(*corev1.ConfigMap)
-		if strings.HasPrefix(cm.Name, "trigger") && failing.Load() {
-			return nil, errors.New("not indexable yet")
-		}
-		return []string{cm.Name}, nil
-	}
+	byName := byNameUnless(&failing)
 	o := ReflectorOptions{UseWatchList: ptr.To(watchList)}
 	if compact {
 		o.Compact = &CompactOptions{}
@@ -73,15 +66,7 @@ func testIndexFailureRelist(t *testing.T, compact, watchList bool) {
 		synctest.Wait()
 		time.Sleep(100 * time.Millisecond)
 	}
-	failing.Store(false)
-	time.Sleep(5 * time.Minute)
-	synctest.Wait()
-	if h := reporter.Health(); !h.Healthy {
-		t.Fatalf("five minutes after the index function recovered: %v", h)
-	}
-	if got, err := inf.GetIndexer().ByIndex("byName", "trigger"); err != nil || len(got) != 1 {
-		t.Fatalf("the trigger by its index: %v, %v", got, err)
-	}
+	healsOnceIndexable(t, inf, &failing)
 }
 
 // An index added by AddIndexers that fails on a held object is recorded
@@ -106,13 +91,7 @@ func TestRelistIndexesAgainWhatAnAddedIndexFailedOn(t *testing.T) {
 		}
 		var failing atomic.Bool
 		failing.Store(true)
-		byName := func(obj any) ([]string, error) {
-			cm := obj.(*corev1.ConfigMap)
-			if cm.Name == "trigger" && failing.Load() {
-				return nil, errors.New("not indexable yet")
-			}
-			return []string{cm.Name}, nil
-		}
+		byName := byNameUnless(&failing)
 		if err := inf.AddIndexers(Indexers{"byName": byName}); err != nil {
 			t.Fatal(err) // the failure is reported as the store's, by health
 		}
@@ -147,13 +126,7 @@ func TestMergedReshardHealsWhatAnIndexFunctionFailedOn(t *testing.T) {
 			}
 		}
 		var failing atomic.Bool
-		byName := func(obj any) ([]string, error) {
-			cm := obj.(*corev1.ConfigMap)
-			if cm.Name == "trigger" && failing.Load() {
-				return nil, errors.New("not indexable yet")
-			}
-			return []string{cm.Name}, nil
-		}
+		byName := byNameUnless(&failing)
 		o := ReflectorOptions{Shard: &old, UseWatchList: ptr.To(false), Compact: &CompactOptions{}}
 		inf := NewSharedIndexInformerWith(o)(cms, &corev1.ConfigMap{}, 0, Indexers{"byName": byName})
 		defer runInformer(t, inf)()
@@ -179,14 +152,33 @@ func TestMergedReshardHealsWhatAnIndexFunctionFailedOn(t *testing.T) {
 		if r := heldRecord(inf, "ns/trigger"); r == nil || r.indexErr() == nil {
 			t.Fatalf("after the merge the trigger is held as %v, not a record the function failed on", r)
 		}
-		failing.Store(false)
-		time.Sleep(5 * time.Minute)
-		synctest.Wait()
-		if h := reporter.Health(); !h.Healthy {
-			t.Fatalf("five minutes after the index function recovered: %v", h)
-		}
-		if got, err := inf.GetIndexer().ByIndex("byName", "trigger"); err != nil || len(got) != 1 {
-			t.Fatalf("the trigger by its index: %v, %v", got, err)
-		}
+		healsOnceIndexable(t, inf, &failing)
 	})
+}
+
+// byNameUnless indexes a ConfigMap by its name, and fails on "trigger"
+// while failing is set.
+func byNameUnless(failing *atomic.Bool) IndexFunc {
+	return func(obj any) ([]string, error) {
+		cm := obj.(*corev1.ConfigMap)
+		if cm.Name == "trigger" && failing.Load() {
+			return nil, errors.New("not indexable yet")
+		}
+		return []string{cm.Name}, nil
+	}
+}
+
+// healsOnceIndexable lets the index function succeed again and requires
+// inf, five minutes on, to be healthy with the trigger in its index.
+func healsOnceIndexable(t *testing.T, inf SharedIndexInformer, failing *atomic.Bool) {
+	t.Helper()
+	failing.Store(false)
+	time.Sleep(5 * time.Minute)
+	synctest.Wait()
+	if h := inf.(InformerHealthReporter).Health(); !h.Healthy {
+		t.Fatalf("five minutes after the index function recovered: %v", h)
+	}
+	if got, err := inf.GetIndexer().ByIndex("byName", "trigger"); err != nil || len(got) != 1 {
+		t.Fatalf("the trigger by its index: %v, %v", got, err)
+	}
 }
